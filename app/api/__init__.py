@@ -1,0 +1,14 @@
+"""HTTP blueprints under /api."""
+from __future__ import annotations
+
+from flask import Flask
+
+
+def register_blueprints(app: Flask) -> None:
+    from app.api.notebooks import bp as notebooks_bp
+    from app.api.resources import bp as resources_bp
+    from app.api.search import bp as search_bp
+    from app.api.sources import bp as sources_bp
+
+    for blueprint in (resources_bp, notebooks_bp, sources_bp, search_bp):
+        app.register_blueprint(blueprint)

@@ -1,0 +1,115 @@
+"""Notebook library, creation, detail, settings, deletion and refresh."""
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from app.api.access import owned_notebook, visible_notebook
+from app.api.resources import references_table_id
+from app.api.views import job_json, notebook_json
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import services
+from app.http import choice_field, json_object, paging, string_field, string_list
+from app.services.ingest import request_ingest
+from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
+from storage import jobs, notebooks
+from storage.models import Notebook, Revision
+from storage.notebooks import CONVERSATION_MODES, VISIBILITIES
+
+bp = Blueprint("notebooks", __name__, url_prefix="/api/notebooks")
+
+
+def _detail(session, notebook: Notebook, user_id: str) -> dict:  # type: ignore[no-untyped-def]
+    revision = session.get(Revision, notebook.active_revision_id) if notebook.active_revision_id else None
+    return notebook_json(
+        notebook,
+        revision=revision,
+        job=jobs.active_job(session, notebook) or jobs.latest_job(session, notebook),
+        resource_count=len(notebooks.member_ids(session, notebook)),
+        is_owner=notebook.creator_id == user_id,
+    )
+
+
+@bp.get("")
+def library():  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    page = paging(default_per_page=50, max_per_page=200)
+    with services().db.reader() as session:
+        found = notebooks.list_visible(
+            session, principal, q=request.args.get("q") or None, page=page.page, per_page=page.per_page
+        )
+        items = [_detail(session, nb, principal.user_id) for nb in found.items]
+    return {"items": items, "page": page.page, "per_page": page.per_page, "total": found.total}
+
+
+@bp.post("")
+def create():  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    body = json_object()
+    if not principal.can_write:
+        raise ApiError(403, "ROLE_FORBIDDEN", "Viewers cannot create notebooks.")
+    title = string_field(body, "title", required=True)
+    visibility = choice_field(body, "visibility", VISIBILITIES, "private")
+    mode = choice_field(body, "conversation_mode", CONVERSATION_MODES, "private")
+    resource_ids = string_list(
+        body, "resource_ids", max_items=MAX_RESOURCES_PER_REQUEST, required=True
+    )
+    svc = services()
+    table_id = references_table_id()
+    svc.catalogue.validate(table_id, resource_ids)
+    with svc.db.session() as session:
+        notebook = notebooks.create(
+            session, principal, title=title, visibility=visibility, conversation_mode=mode,
+            table_id=table_id, resource_ids=resource_ids,
+        )
+    outcome, _ = request_ingest(svc, notebook.id, requested_by=principal.user_id)
+    with svc.db.reader() as session:
+        detail = _detail(session, visible_notebook(session, principal, notebook.id), principal.user_id)
+    return {**detail, "ingest": outcome}, 201
+
+
+@bp.get("/<notebook_id>")
+def detail(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    with services().db.reader() as session:
+        return _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
+
+
+@bp.patch("/<notebook_id>")
+def update(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    body = json_object()
+    unknown = set(body) - {"title", "visibility", "conversation_mode"}
+    if unknown:
+        raise ApiError(400, "FIELD_UNKNOWN", f"Unknown fields: {', '.join(sorted(unknown))}.")
+    changes = {
+        name: value
+        for name, value in (
+            ("title", string_field(body, "title", required=False)),
+            ("visibility", choice_field(body, "visibility", VISIBILITIES, None)),
+            ("conversation_mode", choice_field(body, "conversation_mode", CONVERSATION_MODES, None)),
+        )
+        if value is not None
+    }
+    with services().db.session() as session:
+        notebook = owned_notebook(session, principal, notebook_id)
+        notebooks.update_settings(notebook, changes)
+        return _detail(session, notebook, principal.user_id)
+
+
+@bp.delete("/<notebook_id>")
+def delete(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    with services().db.session() as session:
+        notebooks.delete_notebook(session, owned_notebook(session, principal, notebook_id))
+    return "", 204
+
+
+@bp.post("/<notebook_id>/refresh")
+def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    svc = services()
+    with svc.db.reader() as session:
+        owned_notebook(session, principal, notebook_id)
+    outcome, job = request_ingest(svc, notebook_id, requested_by=principal.user_id)
+    return {"outcome": outcome, "job": job_json(job)}, 202

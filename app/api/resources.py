@@ -1,0 +1,36 @@
+"""GET /api/notebooks/resources: the References catalogue as a selector."""
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import services
+from app.http import paging
+
+bp = Blueprint("resources", __name__, url_prefix="/api/notebooks")
+
+
+def references_table_id() -> str:
+    table_id = services().settings.references_table
+    if not table_id:
+        raise ApiError(
+            409, "REFERENCES_TABLE_NOT_CONFIGURED", "Set GNOSI_REFERENCES_TABLE to a table id of the vault."
+        )
+    return table_id
+
+
+@bp.get("/resources")
+def list_resources():  # type: ignore[no-untyped-def]
+    current_principal()
+    page = paging()
+    selection = services().catalogue.select(
+        references_table_id(),
+        q=request.args.get("q") or None,
+        type=request.args.get("type") or None,
+        author=request.args.get("author") or None,
+        tag=request.args.get("tag") or None,
+        page=page.page,
+        per_page=page.per_page,
+    )
+    return selection.to_dict()

@@ -1,0 +1,70 @@
+"""Search a notebook's active revision, and resolve a citation in its pinned revision."""
+from __future__ import annotations
+
+from flask import Blueprint, request
+
+from app.api.access import visible_notebook
+from app.api.views import evidence_json
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import services
+from storage import evidence, revisions
+from storage.retrieval import MAX_RESULTS, search
+
+bp = Blueprint("search", __name__, url_prefix="/api/notebooks")
+MAX_QUERY_CHARS = 2000
+
+
+def _limit() -> int:
+    raw = request.args.get("limit", "10")
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError(400, "BAD_LIMIT", "'limit' must be an integer.") from None
+    if not 1 <= limit <= MAX_RESULTS:
+        raise ApiError(400, "BAD_LIMIT", f"'limit' must be between 1 and {MAX_RESULTS}.")
+    return limit
+
+
+@bp.get("/<notebook_id>/search")
+def search_notebook(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    query = (request.args.get("q") or "").strip()
+    if not query:
+        raise ApiError(400, "QUERY_REQUIRED", "Pass the search text as 'q'.")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ApiError(400, "QUERY_TOO_LONG", f"'q' is at most {MAX_QUERY_CHARS} characters.")
+    limit = _limit()
+    svc = services()
+    with svc.db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        if notebook.active_revision_id is None:
+            raise ApiError(409, "NO_ACTIVE_REVISION", "This notebook has no indexed revision yet.")
+        hits = search(session, notebook, notebook.active_revision_id, query, svc.embedder, limit=limit)
+    return {
+        "revision_id": notebook.active_revision_id,
+        "results": [
+            {
+                **{k: v for k, v in evidence_json(notebook_id, hit.chunk).items() if k != "text"},
+                "snippet": hit.chunk.text[:300],
+                "score": round(hit.score, 6),
+            }
+            for hit in hits
+        ],
+    }
+
+
+@bp.get("/<notebook_id>/evidence/<chunk_id>")
+def evidence_for(notebook_id: str, chunk_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    revision_id = request.args.get("revision")
+    if not revision_id:
+        raise ApiError(400, "REVISION_REQUIRED", "Pass the citation's revision as 'revision'.")
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        if revisions.get(session, notebook, revision_id) is None:
+            raise ApiError(404, "REVISION_NOT_FOUND", "No such revision in this notebook.")
+        chunk = evidence.chunk_in_revision(session, notebook, revision_id, chunk_id)
+        if chunk is None:
+            raise ApiError(404, "EVIDENCE_NOT_FOUND", "No such chunk in that revision.")
+    return evidence_json(notebook_id, chunk)

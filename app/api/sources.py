@@ -1,0 +1,91 @@
+"""Per-resource membership and state: list, add, remove."""
+from __future__ import annotations
+
+from collections import defaultdict
+
+from flask import Blueprint
+
+from app.api.access import owned_notebook, visible_notebook
+from app.api.views import iso, source_json
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import services
+from app.http import json_object, paging, string_list
+from app.services.ingest import request_ingest
+from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
+from storage import jobs, notebooks, revisions
+from storage.models import Source
+
+bp = Blueprint("sources", __name__, url_prefix="/api/notebooks")
+
+def resource_state(sources: list[Source], job_running: bool) -> str:
+    """One state per resource: unfinished work first, then the best evidence it still has."""
+    if not sources:
+        return "pending" if job_running else "error"
+    states = {s.state for s in sources}
+    for state in ("indexing", "pending"):
+        if state in states:
+            return state
+    if states == {"error"}:
+        return "error"
+    return "stale" if "stale" in states else "available"
+
+
+@bp.get("/<notebook_id>/sources")
+def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    page = paging(default_per_page=50, max_per_page=200)
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        job = jobs.active_job(session, notebook)
+        revision_id = (job.revision_id if job and job.revision_id else None) or notebook.active_revision_id
+        by_resource: dict[str, list[Source]] = defaultdict(list)
+        for source in revisions.sources(session, revision_id) if revision_id else []:
+            by_resource[source.resource_id].append(source)
+        members = notebooks.members(session, notebook)
+        window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
+        items = []
+        for member in window:
+            sources = by_resource.get(member.resource_id, [])
+            state = resource_state(sources, job is not None)
+            errors = [s.error for s in sources if s.error]
+            items.append(
+                {
+                    "resource_id": member.resource_id,
+                    "state": state,
+                    "last_checked_at": iso(member.last_success_at),
+                    "error": errors[0] if errors else (
+                        "The record has no attachment or URL value any more." if state == "error" and not sources else None
+                    ),
+                    "sources": [source_json(s) for s in sources],
+                }
+            )
+    return {"items": items, "page": page.page, "per_page": page.per_page, "total": len(members)}
+
+
+@bp.post("/<notebook_id>/sources")
+def add_sources(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    body = json_object()
+    resource_ids = string_list(body, "resource_ids", max_items=MAX_RESOURCES_PER_REQUEST, required=True)
+    if not resource_ids:
+        raise ApiError(400, "FIELD_INVALID", "'resource_ids' must not be empty.", field="resource_ids")
+    svc = services()
+    with svc.db.session() as session:
+        notebook = owned_notebook(session, principal, notebook_id)
+        svc.catalogue.validate(notebook.table_id, resource_ids)
+        added = notebooks.add_resources(session, principal, notebook, resource_ids)
+    outcome, job = (
+        request_ingest(svc, notebook_id, requested_by=principal.user_id) if added else ("not_needed", None)
+    )
+    return {"added": added, "ingest": outcome, "job_id": job.id if job else None}, 202
+
+
+@bp.delete("/<notebook_id>/sources/<path:resource_id>")
+def remove_source(notebook_id: str, resource_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    with services().db.session() as session:
+        notebook = owned_notebook(session, principal, notebook_id)
+        if not notebooks.remove_resource(session, notebook, resource_id):
+            raise ApiError(404, "RESOURCE_NOT_IN_NOTEBOOK", "That resource is not in this notebook.")
+    return "", 204

@@ -1,0 +1,93 @@
+"""JSON shapes of the API (see DESIGN.md "Contracts"): extend them, never rename fields."""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote
+
+from flask import url_for
+
+from storage.evidence import EvidenceChunk
+from storage.models import Job, Notebook, Revision, Source
+
+
+def iso(value: datetime | None) -> str | None:
+    return value.isoformat(timespec="seconds") + "Z" if value else None
+
+
+def job_json(job: Job | None) -> dict[str, Any] | None:
+    if job is None:
+        return None
+    return {
+        "id": job.id,
+        "state": job.state,
+        "done": job.done,
+        "total": job.total,
+        "current_resource_id": job.current_resource_id,
+        "rerun_requested": job.rerun_requested,
+        "error": job.error,
+        "created_at": iso(job.created_at),
+        "finished_at": iso(job.finished_at),
+    }
+
+
+def revision_json(revision: Revision | None) -> dict[str, Any] | None:
+    if revision is None:
+        return None
+    return {"id": revision.id, "number": revision.number, "completed_at": iso(revision.completed_at)}
+
+
+def notebook_json(
+    notebook: Notebook, *, revision: Revision | None, job: Job | None, resource_count: int, is_owner: bool
+) -> dict[str, Any]:
+    return {
+        "id": notebook.id,
+        "title": notebook.title,
+        "visibility": notebook.visibility,
+        "conversation_mode": notebook.conversation_mode,
+        "table_id": notebook.table_id,
+        "creator_id": notebook.creator_id,
+        "is_owner": is_owner,
+        "resource_count": resource_count,
+        "active_revision": revision_json(revision),
+        "job": job_json(job),
+        "created_at": iso(notebook.created_at),
+        "updated_at": iso(notebook.updated_at),
+    }
+
+
+def source_json(source: Source) -> dict[str, Any]:
+    return {
+        "id": source.id,
+        "kind": source.kind,
+        "field": source.field,
+        "value": source.value,
+        "state": source.state,
+        "error": {"code": source.error_code, "message": source.error} if source.error_code else None,
+        "mime": source.mime,
+        "title": source.title,
+        "page_count": source.page_count,
+        "pages_needing_ocr": source.pages_needing_ocr,
+        "checked_at": iso(source.checked_at),
+    }
+
+
+def open_url(notebook_id: str, chunk: EvidenceChunk) -> str:
+    """Where a citation leads: the original validated URL for web evidence, else our viewer."""
+    if chunk.source_kind == "url":
+        return chunk.source_final_url or chunk.source_value
+    base = url_for("search.evidence_for", notebook_id=notebook_id, chunk_id=chunk.chunk_id)
+    page = chunk.locator.get("page")
+    return f"{base}?revision={quote(chunk.revision_id)}" + (f"#page={page}" if page else "")
+
+
+def evidence_json(notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
+    return {
+        "chunk_id": chunk.chunk_id,
+        "revision_id": chunk.revision_id,
+        "resource_id": chunk.resource_id,
+        "source_id": chunk.source_id,
+        "text": chunk.text,
+        "locator": chunk.locator,
+        "open_url": open_url(notebook_id, chunk),
+    }

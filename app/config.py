@@ -1,0 +1,96 @@
+"""Settings read once from the environment, with the defaults the README documents.
+
+Everything that varies between a laptop, CI and a fleet lives here, so the rest of the code
+receives plain values instead of reading ``os.environ`` on its own.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def _int(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name, "").strip()
+    return int(raw) if raw else default
+
+
+def _csv(env: dict[str, str], name: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    local_data: Path
+    vault_path: Path
+    references_table: str
+    broker_url: str
+    host: str = "127.0.0.1"
+    port: int = 8000
+    url_allowlist: tuple[str, ...] = ()
+    url_refresh_ttl_seconds: int = 21600
+    completed_revision_retention: int = 3
+    audit_revision_retention: int = 20
+    max_request_bytes: int = 1_000_000
+    fetch_max_bytes: int = 50 * 1024 * 1024
+    fetch_timeout_seconds: int = 30
+    attachment_max_bytes: int = 200 * 1024 * 1024
+    embedder: str = "hashing"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        env = dict(os.environ if env is None else env)
+        local_data = Path(env.get("LOCAL_DATA") or ".local-data").expanduser().resolve()
+        vault = Path(env.get("GNOSI_VAULT_PATH") or local_data / "vault").expanduser().resolve()
+        return cls(
+            local_data=local_data,
+            vault_path=vault,
+            references_table=env.get("GNOSI_REFERENCES_TABLE", "").strip(),
+            broker_url=env.get("CELERY_BROKER_URL", "").strip(),
+            host=env.get("GNOSI_HOST", "127.0.0.1"),
+            port=_int(env, "GNOSI_PORT", 8000),
+            url_allowlist=_csv(env, "GNOSI_URL_ALLOWLIST"),
+            url_refresh_ttl_seconds=_int(env, "GNOSI_NOTEBOOK_URL_REFRESH_TTL_SECONDS", 21600),
+            completed_revision_retention=_int(env, "GNOSI_NOTEBOOK_COMPLETED_REVISION_RETENTION", 3),
+            audit_revision_retention=_int(env, "GNOSI_NOTEBOOK_AUDIT_REVISION_RETENTION", 20),
+            fetch_max_bytes=_int(env, "GNOSI_FETCH_MAX_BYTES", 50 * 1024 * 1024),
+            fetch_timeout_seconds=_int(env, "GNOSI_FETCH_TIMEOUT_SECONDS", 30),
+            attachment_max_bytes=_int(env, "GNOSI_ATTACHMENT_MAX_BYTES", 200 * 1024 * 1024),
+            embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
+        )
+
+    @property
+    def system_dir(self) -> Path:
+        return self.local_data / "system"
+
+    @property
+    def database_path(self) -> Path:
+        return self.system_dir / "notebooks.sqlite3"
+
+    @property
+    def database_url(self) -> str:
+        return f"sqlite:///{self.database_path}"
+
+    @property
+    def embedded(self) -> bool:
+        """True when no broker is configured: Celery then runs over a SQLite file (no server)."""
+        return not self.broker_url
+
+    @property
+    def celery_broker_url(self) -> str:
+        return self.broker_url or f"sqla+sqlite:///{self.system_dir / 'broker.sqlite3'}"
+
+    @property
+    def celery_result_backend(self) -> str:
+        if self.broker_url.startswith(("redis://", "rediss://")):
+            return self.broker_url
+        return f"db+sqlite:///{self.system_dir / 'results.sqlite3'}"
+
+    @property
+    def vault_hash(self) -> str:
+        """Scope key of every row: rows of one vault are never visible from another."""
+        return hashlib.sha256(str(self.vault_path).encode()).hexdigest()[:32]
+
+    def ensure_dirs(self) -> None:
+        self.system_dir.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,42 @@
+"""What every request and task needs, built once per process by the app factory."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from flask import current_app
+
+from app.config import Settings
+from pipeline.catalogue import Catalogue
+from pipeline.embedder import Embedder, embedder_from_name
+from pipeline.fetch import FetchPolicy
+from storage.db import Database
+
+
+@dataclass
+class Services:
+    settings: Settings
+    db: Database = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.db = Database(self.settings.database_path)
+
+    @cached_property
+    def catalogue(self) -> Catalogue:
+        return Catalogue(self.settings.vault_path, allowlist=self.settings.url_allowlist)
+
+    @cached_property
+    def embedder(self) -> Embedder:
+        return embedder_from_name(self.settings.embedder)
+
+    @cached_property
+    def fetch_policy(self) -> FetchPolicy:
+        return FetchPolicy(
+            max_bytes=self.settings.fetch_max_bytes,
+            timeout_s=self.settings.fetch_timeout_seconds,
+            allowlist=self.settings.url_allowlist,
+        )
+
+
+def services() -> Services:
+    return current_app.extensions["gnosi"]

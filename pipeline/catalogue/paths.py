@@ -1,0 +1,51 @@
+"""Containment of attachment paths inside the vault.
+
+Attachment values are written by whoever edits the vault, so they are untrusted input: an
+absolute path, a ``..`` escape or a symlink must never let ingestion read a file outside it.
+"""
+from __future__ import annotations
+
+import posixpath
+from pathlib import Path, PureWindowsPath
+
+from pipeline.types import PipelineError
+
+
+def is_contained_rel_path(value: str) -> bool:
+    """Whether ``value`` is, by its text alone, a relative path that stays inside the vault.
+
+    Backslashes count as separators and Windows drives as absolute, because vaults are synced
+    from Windows machines too; refusing ``..\\x`` on Linux costs nothing. This check touches no
+    file system, so the selector can use it on every record; symlinks are ``resolve_attachment``'s job.
+    """
+    if not value or "\x00" in value or PureWindowsPath(value).anchor:
+        return False
+    normal = posixpath.normpath(value.replace("\\", "/"))
+    return not (normal.startswith("/") or normal == ".." or normal.startswith("../") or normal == ".")
+
+
+def resolve_attachment(vault: Path, rel_path: str) -> Path:
+    """The real path of attachment ``rel_path``, guaranteed to lie inside ``vault``.
+
+    The path is refused by its text first (absolute, ``..``), then resolved with every symlink
+    followed and refused again when its real location leaves the vault's real location.
+
+    TOCTOU: the answer is a check at one instant. The returned path has no symlinks left, so
+    swapping a link in the *original* path later changes nothing, but someone who can write the
+    vault could replace a directory of the real path with a link between this check and the
+    open. The vault is the user's own folder, opened read-only, so we accept that window; a caller
+    that needs more should open the returned path and compare ``os.fstat`` of the handle with a
+    fresh ``os.stat`` of the path (same ``st_dev``/``st_ino``) before reading.
+    """
+    if not is_contained_rel_path(rel_path):
+        raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
+    vault_real = vault.resolve()
+    try:
+        real = (vault_real / rel_path).resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
+        raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} cannot be resolved") from exc
+    if not real.is_relative_to(vault_real):
+        raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
+    if not real.is_file():
+        raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} is not a file in the vault")
+    return real

@@ -1,0 +1,212 @@
+"""Split extracted segments into citeable chunks.
+
+A chunk is the unit that search returns and that a citation points at, so it never spans two
+locators: a citation must name one PDF page, one media time range or one web section, and the
+evidence view must be able to show the cited text at that place. Each run of segments sharing a
+locator is therefore chunked on its own.
+
+Within a run, chunks end at sentence (or paragraph) boundaries where possible, else at a space,
+else mid-word (text with no spaces at all). Consecutive chunks overlap a little, so a sentence that
+straddles a cut is still found whole in one of the two chunks.
+
+Chunk ids are content addressed (source fingerprint, ordinal, text) rather than random: re-ingesting
+unchanged content on any machine reproduces the same ids, so citations stored in old chat turns
+keep resolving and unchanged sources can reuse their chunks in a new revision.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Any
+
+from pipeline.types import Segment
+
+# Characters that are not text: whitespace, C0 controls, soft hyphens (U+00AD; PDFium reports
+# hyphenation points as U+FFFE), zero-width space and BOM. Runs of them separate "pieces" of text.
+_GAP_CHARS = r"\s\x00-\x08\x0e-\x1b\x7f\u00ad\u200b\ufeff\ufffe\uffff"
+_PIECE = re.compile(f"[^{_GAP_CHARS}]+")
+_LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
+_SOFT_HYPHENS = frozenset("\u00ad\ufffe")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
+
+# A sentence ends at terminal punctuation (plus closing quotes/brackets) followed by a space, at
+# CJK/Devanagari terminal punctuation (no space follows in those scripts), or at a paragraph break.
+_SENTENCE_END = re.compile(
+    r"[.!?\u2026\u203c\u2047-\u2049\u061f\u06d4][\"'\u2019\u201d\u00bb)\]]*(?=\s)"
+    r"|[\u3002\uff01\uff1f\uff61\u0964\u0965][\u300d\u300f\u201d\u2019\uff09)]*"
+    r"|\n"
+)
+# Where a cut between words is acceptable: at a space, or after CJK clause punctuation.
+_WORD_BREAK = re.compile(r"[ \n]|(?<=[\uff0c\u3001\uff1b\uff1a])")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """One citeable piece of a source.
+
+    ``locator`` is the segment's locator plus ``char_start``/``char_end``: the chunk's span in the
+    locator's text (the segment text, or the texts of consecutive segments sharing that locator
+    joined by a blank line), so the evidence view can highlight it.
+    """
+
+    ordinal: int
+    text: str
+    locator: dict[str, Any]
+    chunk_id: str
+
+
+@dataclass(frozen=True)
+class _Normalised:
+    """Whitespace-normalised text that remembers where each kept run came from in the original."""
+
+    text: str
+    norm_starts: list[int]
+    orig_starts: list[int]
+
+    def original_offset(self, index: int) -> int:
+        piece = bisect_right(self.norm_starts, index) - 1
+        return self.orig_starts[piece] + index - self.norm_starts[piece]
+
+
+def chunk_segments(
+    segments: list[Segment],
+    *,
+    source_fingerprint: str,
+    max_chars: int = 1200,
+    overlap_chars: int = 150,
+) -> list[Chunk]:
+    """Chunk ``segments`` (in document order) into chunks of at most ``max_chars`` characters.
+
+    Consecutive segments with an identical locator are chunked as one text (an extractor may emit
+    one segment per paragraph of a page), paragraphs kept apart by ``"\\n"``. Ordinals run from 0
+    across the whole source. Whitespace-only input yields no chunks.
+    """
+    if not source_fingerprint:
+        raise ValueError("source_fingerprint is required: chunk ids are derived from it")
+    if max_chars < 1 or not 0 <= overlap_chars < max_chars:
+        raise ValueError("need max_chars >= 1 and 0 <= overlap_chars < max_chars")
+    chunks: list[Chunk] = []
+    for locator_of_run, run in groupby(segments, key=lambda segment: segment.locator):
+        normalised = _normalise("\n\n".join(segment.text for segment in run))
+        for start, end in _spans(normalised.text, max_chars, overlap_chars):
+            text = normalised.text[start:end]
+            locator = {
+                **locator_of_run,
+                "char_start": normalised.original_offset(start),
+                "char_end": normalised.original_offset(end - 1) + 1,
+            }
+            ordinal = len(chunks)
+            chunks.append(Chunk(ordinal, text, locator, make_chunk_id(source_fingerprint, ordinal, text)))
+    return chunks
+
+
+def make_chunk_id(source_fingerprint: str, ordinal: int, text: str) -> str:
+    """Return ``ch_`` + 20 hex digits of BLAKE2b over fingerprint, ordinal and text."""
+    digest = hashlib.blake2b(digest_size=10)
+    digest.update(f"{source_fingerprint}\x1f{ordinal}\x1f".encode())
+    digest.update(text.encode("utf-8"))
+    return "ch_" + digest.hexdigest()
+
+
+def _normalise(text: str) -> _Normalised:
+    """Collapse whitespace: a blank line becomes ``"\\n"``, any other gap a single space.
+
+    Two exceptions join without a space: a line wrapped at a soft hyphen, and a line break between
+    two East Asian wide characters (CSS Text 3 segment-break rule; Chinese and Japanese put no space
+    between words, so PDF line wraps must not insert one). Lone surrogates, which cannot be stored
+    as UTF-8, become U+FFFD.
+    """
+    text = _SURROGATE.sub("\ufffd", text)
+    parts: list[str] = []
+    norm_starts: list[int] = []
+    orig_starts: list[int] = []
+    length = 0
+    previous_end = -1
+    for match in _PIECE.finditer(text):
+        if previous_end >= 0:
+            gap = text[previous_end : match.start()]
+            separator = _separator(gap, before=text[previous_end - 1], after=text[match.start()])
+            parts.append(separator)
+            length += len(separator)
+        norm_starts.append(length)
+        orig_starts.append(match.start())
+        parts.append(match.group())
+        length += match.end() - match.start()
+        previous_end = match.end()
+    return _Normalised("".join(parts), norm_starts, orig_starts)
+
+
+def _separator(gap: str, *, before: str, after: str) -> str:
+    line_breaks = len(_LINE_BREAK.findall(gap))
+    if line_breaks >= 2:
+        return "\n"
+    if _SOFT_HYPHENS.intersection(gap) or not any(char.isspace() for char in gap):
+        return ""
+    if line_breaks == 1 and _is_wide(before) and _is_wide(after):
+        return ""
+    return " "
+
+
+def _is_wide(char: str) -> bool:
+    return unicodedata.east_asian_width(char) in ("W", "F") and not _HANGUL.match(char)
+
+
+def _spans(text: str, max_chars: int, overlap_chars: int) -> list[tuple[int, int]]:
+    """Return the (start, end) spans of the chunks of ``text``, stripped of surrounding blanks."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    while start < len(text):
+        if len(text) - start <= max_chars:
+            end, at_sentence = len(text), True
+        else:
+            end, at_sentence = _cut(text, start, max_chars)
+        window = text[start:end]
+        if stripped := window.strip():
+            stripped_start = start + len(window) - len(window.lstrip())
+            spans.append((stripped_start, stripped_start + len(stripped)))
+        if end >= len(text):
+            break
+        start = _next_start(text, start, end, overlap_chars, at_sentence)
+    return spans
+
+
+def _cut(text: str, start: int, max_chars: int) -> tuple[int, bool]:
+    """Choose where the chunk starting at ``start`` ends; also say whether that is a sentence end.
+
+    A sentence end is taken only in the second half of the window, so chunks stay reasonably full.
+    """
+    limit = start + max_chars
+    sentence_ends = [m.end() for m in _SENTENCE_END.finditer(text, start + max_chars // 2, limit + 1)]
+    sentence_ends = [end for end in sentence_ends if end <= limit]
+    if sentence_ends:
+        return sentence_ends[-1], True
+    breaks = [m.start() for m in _WORD_BREAK.finditer(text, start + 1, limit + 1)]
+    if breaks:
+        return breaks[-1], False
+    cut = limit
+    while cut > start + 1 and unicodedata.category(text[cut]).startswith("M"):
+        cut -= 1  # never separate a combining mark from its base character
+    return cut, False
+
+
+def _next_start(text: str, start: int, end: int, overlap_chars: int, at_sentence: bool) -> int:
+    """Start the next chunk inside the last ``overlap_chars`` of this one.
+
+    Prefer a sentence start; after a cut at a sentence end, overlap only by whole sentences. The
+    overlap never exceeds half of the current chunk, which guarantees progress.
+    """
+    lowest = max(end - overlap_chars, (start + end + 1) // 2)
+    if lowest >= end:
+        return end
+    for match in _SENTENCE_END.finditer(text, max(start, lowest - 8), end):
+        if lowest <= match.end() < end:
+            return match.end()
+    if at_sentence:
+        return end
+    word_break = _WORD_BREAK.search(text, lowest, end)
+    return word_break.end() if word_break else lowest

@@ -1,0 +1,132 @@
+"""Turn one source into chunks and vectors: what an extract worker does for one message.
+
+Stateless on purpose: it needs the source's bytes (a vault file or a URL) and nothing of the
+database, so extract workers scale out on machines that do not hold ``notebooks.sqlite3``.
+"""
+from __future__ import annotations
+
+import base64
+import mimetypes
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pipeline.catalogue import resolve_attachment
+from pipeline.chunker import chunk_segments
+from pipeline.embedder import Embedder, to_bytes
+from pipeline.extractors import extract
+from pipeline.fetch import FetchPolicy, fetch
+from pipeline.fingerprint import bytes_sha256
+from pipeline.types import Extraction, PipelineError, SourceRef
+
+
+@dataclass
+class SourceResult:
+    """The JSON-friendly outcome of processing one source (a Celery message payload)."""
+
+    source_id: str
+    status: str  # "extracted" | "not_modified" | "error"
+    error_code: str | None = None
+    error: str | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    chunks: list[dict[str, Any]] = field(default_factory=list)
+    embedder: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SourceResult":
+        return cls(**data)
+
+
+def decode_vector(encoded: str) -> bytes:
+    return base64.b64decode(encoded)
+
+
+def _read_attachment(vault: Path, ref: SourceRef, max_bytes: int) -> tuple[bytes, str]:
+    path = resolve_attachment(vault, ref.value)
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise PipelineError("FILE_TOO_LARGE", f"{path.name} is {size} bytes; the limit is {max_bytes}.")
+    return path.read_bytes(), path.name
+
+
+def _meta(extraction: Extraction, content_hash: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "mime": extraction.mime,
+        "title": (extraction.title or "")[:500] or None,
+        "page_count": extraction.page_count,
+        "pages_needing_ocr": extraction.pages_needing_ocr,
+        "content_hash": content_hash,
+        **extra,
+    }
+
+
+def process_source(
+    source_id: str,
+    ref: SourceRef,
+    *,
+    vault: Path,
+    policy: FetchPolicy,
+    embedder: Embedder,
+    attachment_max_bytes: int,
+    validators: dict[str, str] | None = None,
+) -> SourceResult:
+    """Fetch or read, extract, chunk and embed one source; expected failures become results."""
+    validators = validators or {}
+    try:
+        if ref.kind == "attachment":
+            data, filename = _read_attachment(vault, ref, attachment_max_bytes)
+            content_hash = bytes_sha256(data)
+            extraction = extract(data, filename=filename, mime=mimetypes.guess_type(filename)[0])
+            meta = _meta(extraction, content_hash)
+        else:
+            fetched = fetch(
+                ref.value,
+                policy,
+                etag=validators.get("etag"),
+                last_modified=validators.get("last_modified"),
+            )
+            web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}
+            if fetched.not_modified or fetched.content_hash == validators.get("content_hash"):
+                return SourceResult(source_id, "not_modified", meta=web)
+            extraction = extract(
+                fetched.content,
+                filename=Path(fetched.url).name or "index.html",
+                mime=fetched.content_type,
+                url=fetched.url,
+                declared_charset=fetched.charset,
+            )
+            content_hash = fetched.content_hash or bytes_sha256(fetched.content)
+            meta = _meta(extraction, content_hash, **web)
+    except PipelineError as err:
+        return SourceResult(source_id, "error", err.code, err.message)
+
+    if not extraction.segments:
+        if extraction.pages_needing_ocr:
+            pages = len(extraction.pages_needing_ocr)
+            return SourceResult(
+                source_id, "error", "NEEDS_OCR",
+                f"{pages} page(s) have no text layer and OCR is not available yet.", meta,
+            )
+        return SourceResult(source_id, "error", "NO_TEXT", "No text could be extracted.", meta)
+
+    chunks = chunk_segments(extraction.segments, source_fingerprint=content_hash)
+    vectors = embedder.embed([chunk.text for chunk in chunks])
+    return SourceResult(
+        source_id,
+        "extracted",
+        meta=meta,
+        embedder=embedder.name,
+        chunks=[
+            {
+                "chunk_id": chunk.chunk_id,
+                "ordinal": chunk.ordinal,
+                "text": chunk.text,
+                "locator": chunk.locator,
+                "vector": base64.b64encode(to_bytes(vector)).decode(),
+            }
+            for chunk, vector in zip(chunks, vectors)
+        ],
+    )

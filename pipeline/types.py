@@ -1,0 +1,81 @@
+"""Small typed records that flow through the ingestion chain.
+
+They are plain data (JSON-friendly through ``to_dict``/``from_dict``) because they cross
+process boundaries as Celery messages: an extract worker returns an ``Extraction`` as JSON.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+SourceKind = Literal["attachment", "url"]
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """One evidence value of a record: a vault-relative attachment path or an http(s) URL."""
+
+    resource_id: str
+    field: str
+    kind: SourceKind
+    value: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "SourceRef":
+        return cls(**data)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A run of text with the locator a citation will point at.
+
+    Locators: ``{"page": 1, "page_label": "i"}`` for PDFs (page is 1-based and physical),
+    ``{"start": 1.5, "end": 4.0}`` for media (seconds), ``{"url": ..., "fragment": ...}`` for web
+    pages, ``{"offset": n}`` for plain text (character offset of the segment in the document).
+    """
+
+    text: str
+    locator: dict[str, Any]
+
+
+@dataclass
+class Extraction:
+    """What an extractor found in one source."""
+
+    mime: str
+    segments: list[Segment]
+    title: str | None = None
+    page_count: int | None = None
+    pages_needing_ocr: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Extraction":
+        segments = [Segment(**s) for s in data.get("segments", [])]
+        return cls(
+            mime=data["mime"],
+            segments=segments,
+            title=data.get("title"),
+            page_count=data.get("page_count"),
+            pages_needing_ocr=list(data.get("pages_needing_ocr", [])),
+        )
+
+
+class PipelineError(Exception):
+    """An expected failure with a stable machine-readable code and a bounded human message."""
+
+    max_message = 500
+
+    def __init__(self, code: str, message: str) -> None:
+        message = message[: self.max_message]
+        super().__init__(code, message)  # both in args, so the error survives pickling
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.message}"

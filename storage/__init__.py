@@ -1,0 +1,1 @@
+"""Persistence: every SQL statement of the service lives in this package."""

@@ -1,0 +1,106 @@
+"""Users, workspaces, memberships and API tokens.
+
+Tokens are random, shown once, and stored only as a SHA-256 digest: a leaked database does not
+leak credentials, and a lookup by digest is a constant-time index probe.
+"""
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from storage.models import ApiToken, Membership, User, Workspace, utcnow
+from storage.scope import ROLES, Principal, Scope
+
+TOKEN_PREFIX = "gn_"
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def ensure_workspace(session: Session, vault_hash: str, name: str) -> Workspace:
+    found = session.scalar(
+        select(Workspace).where(Workspace.vault_hash == vault_hash, Workspace.name == name)
+    )
+    if found is None:
+        found = Workspace(vault_hash=vault_hash, name=name)
+        session.add(found)
+        session.flush()
+    return found
+
+
+def add_user(
+    session: Session, vault_hash: str, name: str, workspace_name: str, role: str
+) -> tuple[User, str]:
+    """Create (or reuse) a user, give them ``role`` in the workspace, return a new API token."""
+    if role not in ROLES:
+        raise ValueError(f"role must be one of {', '.join(ROLES)}")
+    workspace = ensure_workspace(session, vault_hash, workspace_name)
+    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+    if user is None:
+        user = User(vault_hash=vault_hash, name=name)
+        session.add(user)
+        session.flush()
+    membership = session.get(Membership, (user.id, workspace.id))
+    if membership is None:
+        session.add(
+            Membership(vault_hash=vault_hash, workspace_id=workspace.id, user_id=user.id, role=role)
+        )
+    else:
+        membership.role = role
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(
+        ApiToken(
+            vault_hash=vault_hash,
+            workspace_id=workspace.id,
+            user_id=user.id,
+            token_hash=hash_token(token),
+        )
+    )
+    return user, token
+
+
+def principal_for_token(session: Session, vault_hash: str, token: str) -> Principal | None:
+    """The principal a bearer token acts as, or None if unknown, revoked or of another vault."""
+    row = session.execute(
+        select(ApiToken, User, Membership)
+        .join(User, User.id == ApiToken.user_id)
+        .join(
+            Membership,
+            (Membership.user_id == ApiToken.user_id)
+            & (Membership.workspace_id == ApiToken.workspace_id),
+        )
+        .where(
+            ApiToken.token_hash == hash_token(token),
+            ApiToken.vault_hash == vault_hash,
+            ApiToken.revoked_at.is_(None),
+        )
+    ).first()
+    if row is None:
+        return None
+    api_token, user, membership = row
+    return Principal(
+        user_id=user.id,
+        user_name=user.name,
+        role=membership.role,
+        scope=Scope(vault_hash=vault_hash, workspace_id=api_token.workspace_id),
+    )
+
+
+def revoke_token(session: Session, vault_hash: str, token: str) -> bool:
+    api_token = session.scalar(
+        select(ApiToken).where(
+            ApiToken.token_hash == hash_token(token), ApiToken.vault_hash == vault_hash
+        )
+    )
+    if api_token is None or api_token.revoked_at is not None:
+        return False
+    api_token.revoked_at = utcnow()
+    return True
+
+
+def count_users(session: Session, vault_hash: str) -> int:
+    return session.scalar(select(func.count()).select_from(User).where(User.vault_hash == vault_hash)) or 0

@@ -1,0 +1,115 @@
+"""Read side of the evidence index: FTS5 candidates, vectors and exact chunk reads.
+
+Every query joins ``notebook_resources`` (current membership), so evidence of a removed resource
+disappears at once, before any replacement revision exists.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from storage.models import Chunk, Notebook, NotebookResource, Source
+
+FTS_SQL = text(
+    """
+    SELECT c.id, bm25(chunks_fts) AS score
+    FROM chunks_fts
+    JOIN chunks c ON c.id = chunks_fts.rowid
+    JOIN notebook_resources m
+      ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
+     AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
+    WHERE chunks_fts MATCH :match
+      AND c.revision_id = :revision_id
+      AND c.notebook_id = :notebook_id
+      AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
+    ORDER BY score
+    LIMIT :limit
+    """
+)
+
+
+@dataclass(frozen=True)
+class EvidenceChunk:
+    pk: int
+    chunk_id: str
+    revision_id: str
+    resource_id: str
+    source_id: str
+    text: str
+    locator: dict[str, Any]
+    source_kind: str
+    source_value: str
+    source_final_url: str | None
+    source_title: str | None
+
+
+def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
+    return (
+        (NotebookResource.notebook_id == Chunk.notebook_id)
+        & (NotebookResource.resource_id == Chunk.resource_id)
+        & (NotebookResource.vault_hash == notebook.vault_hash)
+        & (NotebookResource.workspace_id == notebook.workspace_id)
+    )
+
+
+def fts_candidates(
+    session: Session, notebook: Notebook, revision_id: str, match: str, limit: int
+) -> list[tuple[int, float]]:
+    rows = session.execute(
+        FTS_SQL,
+        {
+            "match": match,
+            "revision_id": revision_id,
+            "notebook_id": notebook.id,
+            "vault_hash": notebook.vault_hash,
+            "workspace_id": notebook.workspace_id,
+            "limit": limit,
+        },
+    ).all()
+    return [(int(pk), float(score)) for pk, score in rows]
+
+
+def _evidence_query(notebook: Notebook):  # type: ignore[no-untyped-def]
+    return (
+        select(Chunk, Source)
+        .join(Source, Source.id == Chunk.source_id)
+        .join(NotebookResource, _member_join(notebook))
+        .where(
+            Chunk.notebook_id == notebook.id,
+            Chunk.vault_hash == notebook.vault_hash,
+            Chunk.workspace_id == notebook.workspace_id,
+        )
+    )
+
+
+def _to_evidence(chunk: Chunk, source: Source) -> EvidenceChunk:
+    return EvidenceChunk(
+        pk=chunk.id,
+        chunk_id=chunk.chunk_id,
+        revision_id=chunk.revision_id,
+        resource_id=chunk.resource_id,
+        source_id=chunk.source_id,
+        text=chunk.text,
+        locator=chunk.locator,
+        source_kind=source.kind,
+        source_value=source.value,
+        source_final_url=source.final_url,
+        source_title=source.title,
+    )
+
+
+def chunks_by_pk(session: Session, notebook: Notebook, pks: list[int]) -> dict[int, EvidenceChunk]:
+    rows = session.execute(_evidence_query(notebook).where(Chunk.id.in_(pks))).all()
+    return {chunk.id: _to_evidence(chunk, source) for chunk, source in rows}
+
+
+def chunk_in_revision(
+    session: Session, notebook: Notebook, revision_id: str, chunk_id: str
+) -> EvidenceChunk | None:
+    row = session.execute(
+        _evidence_query(notebook).where(Chunk.revision_id == revision_id, Chunk.chunk_id == chunk_id)
+    ).first()
+    return _to_evidence(*row) if row else None

@@ -1,0 +1,225 @@
+"""The write side of one ingestion job: start a draft revision, record each source, activate.
+
+Every function runs inside the caller's write transaction, so a source's chunks, its state and the
+job's progress change together or not at all.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pipeline.planning import PlannedSource, PreviousSource, SourceKey
+from pipeline.source_processing import SourceResult, decode_vector
+from storage import jobs, revisions
+from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
+
+
+@dataclass(frozen=True)
+class ExtractOrder:
+    """One message for an extract worker."""
+
+    source_id: str
+    ref: dict[str, Any]
+    validators: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Finish:
+    """What happened when the last source of a job was recorded."""
+
+    state: str  # job's final state
+    follow_up_job_id: str | None = None
+
+
+def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, PreviousSource]:
+    if notebook.active_revision_id is None:
+        return {}
+    return {
+        (s.resource_id, s.field, s.value): PreviousSource(
+            source_id=s.id,
+            state=s.state,
+            fingerprint=s.fingerprint,
+            checked_at=s.checked_at,
+            etag=s.etag,
+            last_modified=s.last_modified,
+            content_hash=s.content_hash,
+        )
+        for s in revisions.sources(session, notebook.active_revision_id)
+    }
+
+
+def start_revision(
+    session: Session, job: Job, notebook: Notebook, plans: list[PlannedSource]
+) -> list[ExtractOrder]:
+    """Create the draft, carry reused sources over, and return the sources left to extract."""
+    revision = revisions.create_draft(session, notebook, job.id)
+    orders = []
+    for plan in plans:
+        if plan.action == "reuse" and plan.previous is not None:
+            old = session.get(Source, plan.previous.source_id)
+            if old is not None:
+                revisions.copy_source(session, old, revision, state="available")
+                continue
+        source = revisions.add_source(
+            session,
+            revision,
+            resource_id=plan.ref.resource_id,
+            field=plan.ref.field,
+            kind=plan.ref.kind,
+            value=plan.ref.value,
+            fingerprint=plan.fingerprint,
+            state="indexing",
+        )
+        orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators)))
+    job.revision_id = revision.id
+    job.total = len(orders)
+    job.done = 0
+    job.current_resource_id = plans[0].ref.resource_id if orders else None
+    return orders
+
+
+def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source | None:
+    if notebook.active_revision_id is None:
+        return None
+    return session.scalar(
+        select(Source).where(
+            Source.revision_id == notebook.active_revision_id,
+            Source.resource_id == source.resource_id,
+            Source.field == source.field,
+            Source.value == source.value,
+            Source.state.in_(("available", "stale")),
+        )
+    )
+
+
+def _apply_meta(source: Source, meta: dict[str, Any]) -> None:
+    for name in ("mime", "title", "page_count", "pages_needing_ocr", "content_hash", "final_url",
+                 "etag", "last_modified"):
+        if name in meta:
+            setattr(source, name, meta[name])
+
+
+def _audit(session: Session, job: Job, source: Source, outcome: str, detail: str | None) -> None:
+    session.add(
+        AuditOutcome(
+            vault_hash=source.vault_hash,
+            workspace_id=source.workspace_id,
+            notebook_id=source.notebook_id,
+            job_id=job.id,
+            resource_id=source.resource_id,
+            source_value=source.value,
+            outcome=outcome,
+            detail=detail,
+        )
+    )
+
+
+def record_result(session: Session, job: Job, notebook: Notebook, result: SourceResult) -> None:
+    """Store one extract result into the job's draft revision (an unknown source is ignored)."""
+    source = session.get(Source, result.source_id)
+    if source is None or source.revision_id != job.revision_id or source.state != "indexing":
+        return
+    now = utcnow()
+    _apply_meta(source, result.meta)
+    source.checked_at = now
+    if result.status == "extracted":
+        source.fingerprint = source.fingerprint or result.meta.get("content_hash")
+        rows = [
+            revisions.ChunkRow(c["chunk_id"], c["ordinal"], c["text"], c["locator"], decode_vector(c["vector"]))
+            for c in result.chunks
+        ]
+        revisions.store_chunks(session, source, rows, embedder=result.embedder or "")
+        source.state = "available"
+        if source.kind == "url":
+            _audit(session, job, source, "changed", None)
+    else:
+        _carry_previous(session, job, notebook, source, result)
+    job.done += 1
+    waiting = session.scalar(
+        select(Source.resource_id).where(
+            Source.revision_id == job.revision_id, Source.state == "indexing"
+        )
+    )
+    job.current_resource_id = waiting
+
+
+def _carry_previous(
+    session: Session, job: Job, notebook: Notebook, source: Source, result: SourceResult
+) -> None:
+    """Not modified → copy the last representation; failed → keep it as ``stale`` or report ``error``."""
+    previous = _previous_of(session, notebook, source)
+    if result.status == "not_modified" and previous is not None:
+        _copy_chunks_into(session, previous, source)
+        source.state = "available"
+        for name in ("fingerprint", "mime", "title", "page_count", "content_hash"):
+            setattr(source, name, getattr(previous, name))
+        _audit(session, job, source, "unchanged", None)
+        return
+    source.error_code = result.error_code or "NOT_MODIFIED_WITHOUT_PREVIOUS"
+    source.error = result.error or "The server said the page is unchanged, but no copy is kept."
+    if previous is not None:
+        _copy_chunks_into(session, previous, source)
+        source.state = "stale"
+        source.fingerprint = previous.fingerprint
+    else:
+        source.state = "error"
+    if source.kind == "url":
+        _audit(session, job, source, "error", source.error)
+
+
+def _copy_chunks_into(session: Session, previous: Source, target: Source) -> None:
+    copied = revisions.chunk_rows(session, previous)
+    revisions.store_chunks(session, target, copied.rows, embedder=copied.embedder)
+
+
+def finish_if_complete(session: Session, job: Job, notebook: Notebook) -> Finish | None:
+    """Activate the draft once no source is left indexing; None while work remains."""
+    if job.revision_id is None or revisions.pending_count(session, job.revision_id):
+        return None
+    revision = session.get(Revision, job.revision_id)
+    assert revision is not None
+    if not jobs.transition(session, job.id, ("running",), "succeeded"):
+        return None
+    revisions.activate(session, notebook, revision)
+    _mark_members_checked(session, notebook, revision)
+    return Finish("succeeded", _follow_up(session, job, notebook))
+
+
+def cancel(session: Session, job: Job) -> None:
+    """Finish a job whose cancellation was requested; its draft is never activated."""
+    if job.revision_id is not None:
+        revision = session.get(Revision, job.revision_id)
+        if revision is not None and revision.state == "draft":
+            revisions.abandon(session, revision, "cancelled")
+    jobs.transition(session, job.id, ("cancelling",), "cancelled")
+
+
+def finish_unchanged(session: Session, job: Job, notebook: Notebook) -> Finish:
+    """Nothing changed: the job succeeds without a new revision."""
+    jobs.transition(session, job.id, ("running",), "succeeded")
+    return Finish("succeeded", _follow_up(session, job, notebook))
+
+
+def _mark_members_checked(session: Session, notebook: Notebook, revision: Revision) -> None:
+    ok = {
+        s.resource_id
+        for s in revisions.sources(session, revision.id)
+        if s.state == "available"
+    }
+    for member in session.scalars(
+        select(NotebookResource).where(NotebookResource.notebook_id == notebook.id)
+    ):
+        if member.resource_id in ok:
+            member.last_success_at = revision.completed_at
+
+
+def _follow_up(session: Session, job: Job, notebook: Notebook) -> str | None:
+    if not job.rerun_requested:
+        return None
+    request = jobs.request_ingest(
+        session, notebook, requested_by=job.requested_by, params=dict(job.params.get("rerun", {}))
+    )
+    return request.job.id if request.outcome == "queued" else None

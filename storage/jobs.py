@@ -1,0 +1,139 @@
+"""Durable job rows: the only truth about background work (brokers only carry ids).
+
+State changes are compare-and-set ``UPDATE … WHERE state = …`` statements, so a late or duplicated
+task can never overwrite a state another actor already moved on (a finished task cannot turn a
+``cancelled`` job back into ``succeeded``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.orm import Session
+
+from storage.models import Job, Notebook, utcnow
+
+INGEST = "notebook_ingest"
+ACTIVE_STATES = ("queued", "running", "cancelling")
+LEASE = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class IngestRequest:
+    job: Job
+    outcome: str  # "queued" (dispatch it) or "coalesced" (an existing job covers it)
+
+
+def active_job(session: Session, notebook: Notebook) -> Job | None:
+    return session.scalar(
+        select(Job)
+        .where(
+            Job.notebook_id == notebook.id,
+            Job.vault_hash == notebook.vault_hash,
+            Job.workspace_id == notebook.workspace_id,
+            Job.state.in_(ACTIVE_STATES),
+        )
+        .order_by(Job.created_at.desc())
+    )
+
+
+def latest_job(session: Session, notebook: Notebook) -> Job | None:
+    return session.scalar(
+        select(Job)
+        .where(
+            Job.notebook_id == notebook.id,
+            Job.vault_hash == notebook.vault_hash,
+            Job.workspace_id == notebook.workspace_id,
+        )
+        .order_by(Job.created_at.desc())
+        .limit(1)
+    )
+
+
+def request_ingest(
+    session: Session, notebook: Notebook, *, requested_by: str | None, params: dict[str, Any]
+) -> IngestRequest:
+    """Queue an ingestion, or fold the request into the job that is already queued/running.
+
+    A queued job will see the current sources when it starts, so it absorbs the request; a
+    running job gets ``rerun_requested`` and enqueues exactly one follow-up when it ends.
+    """
+    current = active_job(session, notebook)
+    if current is not None and current.state == "queued":
+        current.params = _merge_params(current.params, params)
+        return IngestRequest(current, "coalesced")
+    if current is not None:
+        current.rerun_requested = True
+        current.params = _merge_params(current.params, {"rerun": params})
+        return IngestRequest(current, "coalesced")
+    job = Job(
+        vault_hash=notebook.vault_hash,
+        workspace_id=notebook.workspace_id,
+        notebook_id=notebook.id,
+        kind=INGEST,
+        requested_by=requested_by,
+        params=params,
+    )
+    session.add(job)
+    session.flush()
+    return IngestRequest(job, "queued")
+
+
+def _merge_params(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(old)
+    for key, value in new.items():
+        if isinstance(value, list):
+            merged[key] = sorted(set(merged.get(key, [])) | set(value))
+        elif isinstance(value, dict):
+            merged[key] = _merge_params(merged.get(key, {}), value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def claim(session: Session, job_id: str, owner: str) -> Job | None:
+    """Take a queued job (or one whose lease expired) for ``owner``; None if someone else has it."""
+    now = utcnow()
+    claimed = session.execute(
+        update(Job)
+        .where(
+            Job.id == job_id,
+            (Job.state == "queued") | ((Job.state == "running") & (Job.lease_expires_at < now)),
+        )
+        .values(
+            state="running",
+            lease_owner=owner,
+            lease_expires_at=now + LEASE,
+            started_at=now,
+            attempts=Job.attempts + 1,
+        )
+    ).rowcount
+    return session.get(Job, job_id) if claimed else None
+
+
+def heartbeat(session: Session, job_id: str) -> None:
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state.in_(("running", "cancelling")))
+        .values(lease_expires_at=utcnow() + LEASE)
+    )
+
+
+def transition(session: Session, job_id: str, from_states: tuple[str, ...], to_state: str, **values: Any) -> bool:
+    """Compare-and-set a job's state; returns whether this caller won the transition."""
+    if to_state in ("succeeded", "failed", "cancelled"):
+        values.setdefault("finished_at", utcnow())
+        values.setdefault("current_resource_id", None)
+    return bool(
+        session.execute(
+            update(Job)
+            .where(Job.id == job_id, Job.state.in_(from_states))
+            .values(state=to_state, **values)
+        ).rowcount
+    )
+
+
+def get(session: Session, job_id: str) -> Job | None:
+    return session.get(Job, job_id)

@@ -1,0 +1,151 @@
+"""Notebooks, their ACL and their current resource membership.
+
+Visibility rules live here, in the queries: a notebook another user cannot see is simply not
+found, so its existence never leaks (404, not 403).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sqlalchemy import Select, delete, func, or_, select
+from sqlalchemy.orm import Session
+
+from storage.models import Notebook, NotebookAcl, NotebookResource, utcnow
+from storage.scope import Principal
+
+VISIBILITIES = ("private", "workspace")
+CONVERSATION_MODES = ("private", "shared")
+
+
+@dataclass(frozen=True)
+class NotebookPage:
+    items: list[Notebook]
+    total: int
+
+
+def _visible(principal: Principal) -> Select[tuple[Notebook]]:
+    scope = principal.scope
+    return select(Notebook).where(
+        Notebook.vault_hash == scope.vault_hash,
+        Notebook.workspace_id == scope.workspace_id,
+        or_(Notebook.creator_id == principal.user_id, Notebook.visibility == "workspace"),
+    )
+
+
+def create(
+    session: Session,
+    principal: Principal,
+    *,
+    title: str,
+    visibility: str,
+    conversation_mode: str,
+    table_id: str,
+    resource_ids: Iterable[str],
+) -> Notebook:
+    scope = principal.scope
+    notebook = Notebook(
+        vault_hash=scope.vault_hash,
+        workspace_id=scope.workspace_id,
+        title=title,
+        visibility=visibility,
+        conversation_mode=conversation_mode,
+        creator_id=principal.user_id,
+        table_id=table_id,
+    )
+    session.add(notebook)
+    session.flush()
+    session.add(
+        NotebookAcl(
+            vault_hash=scope.vault_hash,
+            workspace_id=scope.workspace_id,
+            notebook_id=notebook.id,
+            user_id=principal.user_id,
+            role="owner",
+        )
+    )
+    add_resources(session, principal, notebook, resource_ids)
+    return notebook
+
+
+def find_visible(session: Session, principal: Principal, notebook_id: str) -> Notebook | None:
+    return session.scalar(_visible(principal).where(Notebook.id == notebook_id))
+
+
+def list_visible(
+    session: Session, principal: Principal, *, q: str | None, page: int, per_page: int
+) -> NotebookPage:
+    query = _visible(principal)
+    if q:
+        query = query.where(Notebook.title.ilike(f"%{q}%"))
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    items = session.scalars(
+        query.order_by(Notebook.updated_at.desc(), Notebook.id)
+        .offset((page - 1) * per_page)
+        .limit(per_page)
+    ).all()
+    return NotebookPage(items=list(items), total=total)
+
+
+def update_settings(notebook: Notebook, changes: dict[str, str]) -> None:
+    for name, value in changes.items():
+        setattr(notebook, name, value)
+    notebook.updated_at = utcnow()
+
+
+def delete_notebook(session: Session, notebook: Notebook) -> None:
+    """Delete derived data only; the vault's records and files are never touched."""
+    notebook.active_revision_id = None
+    session.flush()
+    session.delete(notebook)
+
+
+def member_ids(session: Session, notebook: Notebook) -> list[str]:
+    return [member.resource_id for member in members(session, notebook)]
+
+
+def members(session: Session, notebook: Notebook) -> list[NotebookResource]:
+    return list(
+        session.scalars(
+            select(NotebookResource)
+            .where(
+                NotebookResource.notebook_id == notebook.id,
+                NotebookResource.vault_hash == notebook.vault_hash,
+                NotebookResource.workspace_id == notebook.workspace_id,
+            )
+            .order_by(NotebookResource.resource_id)
+        ).all()
+    )
+
+
+def add_resources(
+    session: Session, principal: Principal, notebook: Notebook, resource_ids: Iterable[str]
+) -> list[str]:
+    """Add the ids that are not members yet; returns the ids actually added."""
+    existing = set(member_ids(session, notebook))
+    added = [rid for rid in dict.fromkeys(resource_ids) if rid not in existing]
+    session.add_all(
+        NotebookResource(
+            vault_hash=notebook.vault_hash,
+            workspace_id=notebook.workspace_id,
+            notebook_id=notebook.id,
+            resource_id=rid,
+            added_by=principal.user_id,
+        )
+        for rid in added
+    )
+    notebook.updated_at = utcnow()
+    return added
+
+
+def remove_resource(session: Session, notebook: Notebook, resource_id: str) -> bool:
+    result = session.execute(
+        delete(NotebookResource).where(
+            NotebookResource.notebook_id == notebook.id,
+            NotebookResource.vault_hash == notebook.vault_hash,
+            NotebookResource.workspace_id == notebook.workspace_id,
+            NotebookResource.resource_id == resource_id,
+        )
+    )
+    notebook.updated_at = utcnow()
+    return bool(result.rowcount)

@@ -1,0 +1,122 @@
+"""Hybrid search over one notebook revision: FTS5 bm25 and vector similarity, fused by rank.
+
+Revisions are immutable, so a revision's vector matrix is cached per process; current
+membership is applied on every query, so a removed resource's chunks vanish at once.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pipeline.embedder import Embedder
+from pipeline.fts_query import build_match_query
+from pipeline.fusion import reciprocal_rank_fusion
+from storage import evidence
+from storage.evidence import EvidenceChunk
+from storage.models import Chunk, ChunkVector, Notebook, NotebookResource
+
+MAX_RESULTS = 50
+CANDIDATES = 100
+CACHED_REVISIONS = 8
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: EvidenceChunk
+    score: float
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    pks: np.ndarray
+    resource_ids: np.ndarray
+    vectors: np.ndarray
+
+
+class _MatrixCache:
+    def __init__(self) -> None:
+        self._items: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, session: Session, revision_id: str, embedder: Embedder) -> _Matrix:
+        key = (revision_id, embedder.name)
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+        matrix = self._load(session, revision_id, embedder)
+        with self._lock:
+            self._items[key] = matrix
+            while len(self._items) > CACHED_REVISIONS:
+                self._items.popitem(last=False)
+        return matrix
+
+    @staticmethod
+    def _load(session: Session, revision_id: str, embedder: Embedder) -> _Matrix:
+        rows = session.execute(
+            select(Chunk.id, Chunk.resource_id, ChunkVector.vector)
+            .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
+            .where(Chunk.revision_id == revision_id, ChunkVector.embedder == embedder.name)
+        ).all()
+        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), embedder.dim)
+        return _Matrix(
+            pks=np.array([r[0] for r in rows], dtype=np.int64),
+            resource_ids=np.array([r[1] for r in rows], dtype=object),
+            vectors=vectors,
+        )
+
+
+_matrices = _MatrixCache()
+
+
+def _members(session: Session, notebook: Notebook) -> set[str]:
+    return set(
+        session.scalars(
+            select(NotebookResource.resource_id).where(
+                NotebookResource.notebook_id == notebook.id,
+                NotebookResource.vault_hash == notebook.vault_hash,
+                NotebookResource.workspace_id == notebook.workspace_id,
+            )
+        )
+    )
+
+
+def _vector_ranking(
+    session: Session, notebook: Notebook, revision_id: str, query: str, embedder: Embedder
+) -> list[int]:
+    matrix = _matrices.get(session, revision_id, embedder)
+    if not len(matrix.pks):
+        return []
+    allowed = np.isin(matrix.resource_ids, list(_members(session, notebook)))
+    scores = matrix.vectors @ embedder.embed([query])[0]
+    scores = np.where(allowed, scores, -np.inf)
+    top = np.argsort(-scores, kind="stable")[:CANDIDATES]
+    return [int(matrix.pks[i]) for i in top if scores[i] > 0]
+
+
+def search(
+    session: Session,
+    notebook: Notebook,
+    revision_id: str,
+    query: str,
+    embedder: Embedder,
+    *,
+    limit: int = MAX_RESULTS,
+) -> list[Hit]:
+    """Up to ``limit`` (≤ 50) chunks of ``revision_id``, best first."""
+    limit = max(1, min(limit, MAX_RESULTS))
+    match = build_match_query(query)
+    lexical = (
+        [pk for pk, _ in evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)]
+        if match
+        else []
+    )
+    semantic = _vector_ranking(session, notebook, revision_id, query, embedder)
+    fused = reciprocal_rank_fusion([[str(pk) for pk in lexical], [str(pk) for pk in semantic]])[:limit]
+    chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
+    return [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]

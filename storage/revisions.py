@@ -1,0 +1,161 @@
+"""Immutable evidence revisions: draft → complete, and the one-transaction active switch.
+
+A draft is invisible: readers only ever follow ``notebooks.active_revision_id``, and that pointer
+moves only in ``activate``, after every source of the draft reached a final state.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, insert, select
+from sqlalchemy.orm import Session
+
+from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, utcnow
+
+FINAL_SOURCE_STATES = ("available", "stale", "error")
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    chunk_id: str
+    ordinal: int
+    text: str
+    locator: dict[str, Any]
+    vector: bytes
+
+
+def create_draft(session: Session, notebook: Notebook, job_id: str) -> Revision:
+    number = (
+        session.scalar(select(func.max(Revision.number)).where(Revision.notebook_id == notebook.id))
+        or 0
+    ) + 1
+    revision = Revision(
+        vault_hash=notebook.vault_hash,
+        workspace_id=notebook.workspace_id,
+        notebook_id=notebook.id,
+        number=number,
+        job_id=job_id,
+    )
+    session.add(revision)
+    session.flush()
+    return revision
+
+
+def get(session: Session, notebook: Notebook, revision_id: str) -> Revision | None:
+    return session.scalar(
+        select(Revision).where(
+            Revision.id == revision_id,
+            Revision.notebook_id == notebook.id,
+            Revision.vault_hash == notebook.vault_hash,
+            Revision.workspace_id == notebook.workspace_id,
+        )
+    )
+
+
+def sources(session: Session, revision_id: str) -> list[Source]:
+    return list(
+        session.scalars(
+            select(Source)
+            .where(Source.revision_id == revision_id)
+            .order_by(Source.resource_id, Source.field, Source.value)
+        ).all()
+    )
+
+
+def add_source(session: Session, revision: Revision, **values: Any) -> Source:
+    source = Source(
+        vault_hash=revision.vault_hash,
+        workspace_id=revision.workspace_id,
+        notebook_id=revision.notebook_id,
+        revision_id=revision.id,
+        **values,
+    )
+    session.add(source)
+    session.flush()
+    return source
+
+
+COPIED_SOURCE_FIELDS = (
+    "resource_id", "field", "kind", "value", "fingerprint", "error_code", "error", "mime", "title",
+    "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
+    "checked_at",
+)
+
+
+@dataclass(frozen=True)
+class CopiedChunks:
+    rows: list[ChunkRow]
+    embedder: str
+
+
+def chunk_rows(session: Session, source: Source) -> CopiedChunks:
+    """A source's chunks with their vectors, ready to be stored again under another source."""
+    pairs = session.execute(
+        select(Chunk, ChunkVector)
+        .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
+        .where(Chunk.source_id == source.id)
+        .order_by(Chunk.ordinal)
+    ).all()
+    return CopiedChunks(
+        rows=[ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.vector) for c, v in pairs],
+        embedder=pairs[0][1].embedder if pairs else "",
+    )
+
+
+def copy_source(session: Session, old: Source, revision: Revision, *, state: str) -> Source:
+    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it."""
+    values = {name: getattr(old, name) for name in COPIED_SOURCE_FIELDS}
+    values["state"] = state
+    new = add_source(session, revision, **values)
+    copied = chunk_rows(session, old)
+    store_chunks(session, new, copied.rows, embedder=copied.embedder)
+    return new
+
+
+def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, embedder: str) -> int:
+    """Bulk-insert chunks (the FTS5 trigger indexes them) and then their vectors."""
+    if not rows:
+        return 0
+    common = {
+        "vault_hash": source.vault_hash,
+        "workspace_id": source.workspace_id,
+        "notebook_id": source.notebook_id,
+        "revision_id": source.revision_id,
+        "source_id": source.id,
+        "resource_id": source.resource_id,
+    }
+    pks = session.scalars(
+        insert(Chunk).returning(Chunk.id, sort_by_parameter_order=True),
+        [
+            {**common, "chunk_id": r.chunk_id, "ordinal": r.ordinal, "text": r.text, "locator": r.locator}
+            for r in rows
+        ],
+    ).all()
+    session.execute(
+        insert(ChunkVector),
+        [{"chunk_pk": pk, "embedder": embedder, "vector": r.vector} for pk, r in zip(pks, rows)],
+    )
+    return len(rows)
+
+
+def pending_count(session: Session, revision_id: str) -> int:
+    return session.scalar(
+        select(func.count())
+        .select_from(Source)
+        .where(Source.revision_id == revision_id, Source.state.not_in(FINAL_SOURCE_STATES))
+    ) or 0
+
+
+def activate(session: Session, notebook: Notebook, revision: Revision) -> None:
+    """Complete the draft and point the notebook at it; callers run this inside one transaction."""
+    revision.state = "complete"
+    revision.completed_at = utcnow()
+    notebook.active_revision_id = revision.id
+    notebook.updated_at = utcnow()
+
+
+def abandon(session: Session, revision: Revision, state: str) -> None:
+    """Mark a draft as never to be activated (``cancelled`` or ``failed``)."""
+    revision.state = state

@@ -1,0 +1,135 @@
+"""Start and stop the real services integration tests need (Redis, Celery workers, gnosi serve).
+
+Everything binds to 127.0.0.1 on a free port and is stopped by its PID. When a service is
+missing the test is skipped, unless GNOSI_REQUIRE_ALL=1 (set by .ci/run): then it fails, so CI
+can never go green by skipping.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORPUS = REPO.parent / "shared" / "corpus"
+
+
+def require(condition: bool, reason: str) -> None:
+    if condition:
+        return
+    if os.environ.get("GNOSI_REQUIRE_ALL") == "1":
+        pytest.fail(f"required service missing: {reason}")
+    pytest.skip(reason)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for_port(port: int, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as sock:
+            if sock.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on 127.0.0.1:{port} after {timeout}s")
+
+
+def stop(process: subprocess.Popen, timeout: float = 20.0) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+@contextmanager
+def redis_server(workdir: Path) -> Iterator[str]:
+    """A throwaway redis-server on a free port (never the machine's shared one)."""
+    binary = shutil.which("redis-server")
+    require(binary is not None, "redis-server is not installed")
+    port = free_port()
+    process = subprocess.Popen(
+        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
+         "--dir", str(workdir)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        stop(process)
+
+
+@contextmanager
+def celery_worker(env: dict[str, str], log_path: Path, queues: str = "coordinator,extract",
+                  concurrency: int = 2) -> Iterator[subprocess.Popen]:
+    """A real `celery worker` process (prefork), ready when it logs 'ready'."""
+    command = [
+        sys.executable, "-m", "celery", "-A", "tasks.worker", "worker", "-Q", queues,
+        "-c", str(concurrency), "--loglevel", "INFO", "-n", f"test-{time.monotonic_ns()}@%h",
+    ]
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + 60
+        while b"ready." not in log_path.read_bytes():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("worker did not start:\n" + log_path.read_text(errors="replace"))
+            time.sleep(0.2)
+        yield process
+    finally:
+        stop(process)
+
+
+def service_env(local_data: Path, vault: Path, table_id: str, broker_url: str = "") -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GNOSI_", "CELERY_"))}
+    env.update(
+        LOCAL_DATA=str(local_data),
+        GNOSI_VAULT_PATH=str(vault),
+        GNOSI_REFERENCES_TABLE=table_id,
+        CELERY_BROKER_URL=broker_url,
+        GNOSI_URL_ALLOWLIST="127.0.0.1",
+        OMP_NUM_THREADS="1",
+        OMP_WAIT_POLICY="PASSIVE",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+@contextmanager
+def static_http_server(directory: Path) -> Iterator[str]:
+    """Serve a folder on 127.0.0.1 from a thread; yields the base URL."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class QuietHandler(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(directory))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

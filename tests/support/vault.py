@@ -1,0 +1,48 @@
+"""Build a throwaway vault of References records around real corpus files."""
+from __future__ import annotations
+
+import shutil
+import uuid
+from pathlib import Path
+
+import yaml
+
+from support.services import CORPUS
+
+SCHEMA_FIELDS = {
+    "title": "text",
+    "file": "attachment",
+    "link": "url",
+    "authors": "author",
+    "tags": "tags",
+    "kind": "type",
+    "year": "text",
+}
+
+
+class VaultBuilder:
+    def __init__(self, root: Path, table_folder: str = "References") -> None:
+        self.root = root
+        self.table_id = str(uuid.uuid4())
+        self.folder = root / table_folder
+        self.folder.mkdir(parents=True)
+        (root / "files").mkdir()
+        (self.folder / "_table.yaml").write_text(
+            yaml.safe_dump({"id": self.table_id, "name": "References", "fields": SCHEMA_FIELDS})
+        )
+
+    def record(self, resource_id: str, title: str, **values: object) -> str:
+        front = {"id": resource_id, "title": title, **values}
+        text = "---\n" + yaml.safe_dump(front, allow_unicode=True) + "---\nThe body is never evidence.\n"
+        (self.folder / f"{resource_id}.md").write_text(text, encoding="utf-8")
+        return resource_id
+
+    def attach_corpus(self, corpus_relpath: str) -> str:
+        """Copy a corpus file into the vault (a symlink out of the vault would be refused)."""
+        source = CORPUS / corpus_relpath
+        target = self.root / "files" / source.name
+        shutil.copyfile(source, target)
+        return f"files/{source.name}"
+
+    def pdf_record(self, resource_id: str, corpus_pdf: str, title: str | None = None) -> str:
+        return self.record(resource_id, title or corpus_pdf, file=self.attach_corpus(f"pdf/{corpus_pdf}"))
