@@ -9,8 +9,9 @@ Vectors are stored next to their revision, so a vector must be a pure function o
 are BLAKE2b (Python's ``hash()`` is salted per process), weights use only correctly rounded IEEE
 operations (sqrt, multiply, add in a fixed order, ``math.fsum``), never ``log`` or BLAS dot products
 whose last bits differ between CPUs and libraries. ``name`` carries a version: bump it whenever the
-features change, so stored vectors of the old version are recognisably stale. Text folding depends
-on Python's Unicode database, so vectors are bit-identical for one Python minor version.
+features change, so stored vectors of the old version are recognisably stale. Folding and word
+splitting use the Unicode tables of Python and of ``regex``: a Unicode upgrade can change the vector
+of text holding newly assigned characters, nothing else.
 """
 from __future__ import annotations
 
@@ -71,9 +72,9 @@ class HashingEmbedder:
         kind_weights = np.fromiter((weight for _, weight in counts), dtype=np.float64, count=len(counts))
         tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
         signs = np.where(hashes >> np.uint64(63), -1.0, 1.0)  # the top bit, independent of the bucket
-        buckets = np.bincount(  # adds in input order: the same sums on every machine
-            (hashes % np.uint64(self.dim)).astype(np.intp), weights=signs * kind_weights * np.sqrt(tf), minlength=self.dim
-        )
+        values = signs * kind_weights * np.sqrt(tf)
+        slots = (hashes % np.uint64(self.dim)).astype(np.intp)
+        buckets = np.bincount(slots, weights=values, minlength=self.dim)  # adds in input order
         norm = math.sqrt(math.fsum((buckets * buckets).tolist()))
         return buckets / norm if norm > 0 else buckets
 
@@ -131,5 +132,6 @@ def embedder_from_name(name: str) -> Embedder:
     """Build the embedder registered as ``name`` (``"hashing"`` is the default)."""
     factory = _FACTORIES.get(name)
     if factory is None:
-        raise PipelineError("EMBEDDER_UNKNOWN", f"unknown embedder {name[:80]!r}; known: {', '.join(sorted(_FACTORIES))}")
+        known = ", ".join(sorted(_FACTORIES))
+        raise PipelineError("EMBEDDER_UNKNOWN", f"unknown embedder {name[:80]!r}; known: {known}")
     return factory()
