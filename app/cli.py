@@ -86,10 +86,11 @@ def _first_run_account(settings: Settings) -> None:
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("-Q", "--queues", default=f"{COORDINATOR},{EXTRACT}", show_default=True)
 @click.option("-c", "--concurrency", default=2, show_default=True)
+@click.option("-B", "--beat", is_flag=True, help="Also run the job sweeper schedule (one worker only).")
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
-def worker(queues: str, concurrency: int, celery_args: tuple[str, ...]) -> None:
+def worker(queues: str, concurrency: int, beat: bool, celery_args: tuple[str, ...]) -> None:
     """Run a Celery worker (a thin wrapper over `celery worker`); extra args go to Celery."""
     from app.serve import worker_command
 
-    command = worker_command(queues, concurrency, loglevel="INFO") + list(celery_args)
+    command = worker_command(queues, concurrency, loglevel="INFO", beat=beat) + list(celery_args)
     os.execv(sys.executable, command)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,10 @@ class Settings:
     fetch_timeout_seconds: int = 30
     attachment_max_bytes: int = 200 * 1024 * 1024
     embedder: str = "hashing"
+    internal_api_url: str = ""
+    internal_token: str = ""
+    job_lease_seconds: int = 300
+    sweep_interval_seconds: int = 30
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -58,6 +63,10 @@ class Settings:
             fetch_timeout_seconds=_int(env, "GNOSI_FETCH_TIMEOUT_SECONDS", 30),
             attachment_max_bytes=_int(env, "GNOSI_ATTACHMENT_MAX_BYTES", 200 * 1024 * 1024),
             embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
+            internal_api_url=env.get("GNOSI_INTERNAL_API_URL", "").strip().rstrip("/"),
+            internal_token=env.get("GNOSI_INTERNAL_TOKEN", "").strip(),
+            job_lease_seconds=_int(env, "GNOSI_JOB_LEASE_SECONDS", 300),
+            sweep_interval_seconds=_int(env, "GNOSI_SWEEP_INTERVAL_SECONDS", 30),
         )
 
     @property
@@ -91,6 +100,33 @@ class Settings:
     def vault_hash(self) -> str:
         """Scope key of every row: rows of one vault are never visible from another."""
         return hashlib.sha256(str(self.vault_path).encode()).hexdigest()[:32]
+
+    @property
+    def internal_base_url(self) -> str:
+        """Where extract workers fetch source bytes and job state: the API instance."""
+        if self.internal_api_url:
+            return self.internal_api_url
+        host = "127.0.0.1" if self.host in ("0.0.0.0", "::", "") else self.host
+        return f"http://{host}:{self.port}"
+
+    def shared_secret(self) -> str:
+        """The token that guards /internal: configured, or generated once under LOCAL_DATA.
+
+        Workers on other machines get it through GNOSI_INTERNAL_TOKEN; processes on this machine
+        read the same file, so the embedded default needs no configuration.
+        """
+        if self.internal_token:
+            return self.internal_token
+        path = self.system_dir / "internal-token"
+        if not path.exists():
+            self.ensure_dirs()
+            try:
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            except FileExistsError:  # another process of this instance made it first
+                return path.read_text().strip()
+            with os.fdopen(fd, "w") as handle:
+                handle.write(secrets.token_urlsafe(32))
+        return path.read_text().strip()
 
     def ensure_dirs(self) -> None:
         self.system_dir.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+from celery import Celery
 from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
@@ -40,28 +41,31 @@ class WebServer(BaseApplication):
         return create_app(self.settings)
 
 
-def worker_command(queues: str, concurrency: int, loglevel: str = "WARNING") -> list[str]:
+def worker_command(queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False) -> list[str]:
+    """``beat`` embeds the scheduler that runs the job sweeper; exactly one worker should have it."""
     return [
         sys.executable, "-m", "celery", "-A", "tasks.worker", "worker",
         "-Q", queues, "-c", str(concurrency), "--loglevel", loglevel, "-E",
-        "-n", f"gnosi-{os.getpid()}@%h",
+        "-n", f"gnosi-{os.getpid()}@%h", *(["-B"] if beat else []),
     ]
 
 
-def prepare_embedded_broker(settings: Settings) -> None:
+def prepare_embedded_broker(celery_app: Celery) -> None:
     """Create kombu's tables once, before any worker starts: two workers racing to create them fail."""
-    from app import create_app
-
-    celery_app = create_app(settings).extensions["celery"]
     with celery_app.connection_for_write() as connection:
         connection.default_channel  # noqa: B018 - opening the channel creates the tables
 
 
 def serve(settings: Settings, *, threads: int, worker_concurrency: int) -> None:
+    from app import create_app
+
+    celery_app = create_app(settings).extensions["celery"]
     worker = None
+    settings.shared_secret()  # created before any worker reads it
     if settings.embedded:
-        prepare_embedded_broker(settings)
-        worker = subprocess.Popen(worker_command(f"{COORDINATOR},{EXTRACT}", worker_concurrency))
+        prepare_embedded_broker(celery_app)
+        worker = subprocess.Popen(worker_command(f"{COORDINATOR},{EXTRACT}", worker_concurrency, beat=True))
+    celery_app.send_task("sweep_jobs")  # jobs queued or running before a restart resume now
     try:
         WebServer(settings, threads).run()
     finally:

@@ -31,6 +31,18 @@ class PreviousSource:
     etag: str | None = None
     last_modified: str | None = None
     content_hash: str | None = None
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
+
+
+@dataclass(frozen=True)
+class Observed:
+    """A source as it is now, before any extraction (URLs: known only after a fetch)."""
+
+    ref: SourceRef
+    fingerprint: str | None = None
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
 
 
 @dataclass(frozen=True)
@@ -40,17 +52,19 @@ class PlannedSource:
     fingerprint: str | None = None
     previous: PreviousSource | None = None
     validators: dict[str, str] = field(default_factory=dict)
+    file_size: int | None = None
+    file_mtime_ns: int | None = None
 
 
 def plan_sources(
-    current: Iterable[tuple[SourceRef, str | None]],
+    current: Iterable[Observed],
     previous: dict[SourceKey, PreviousSource],
     *,
     now: datetime,
     url_ttl_seconds: int,
     force_resource_ids: frozenset[str] = frozenset(),
 ) -> list[PlannedSource]:
-    """``current`` pairs each source with its fingerprint (None for URLs: known only after a fetch).
+    """Plan every currently observed source against the active revision's ``previous`` sources.
 
     - a forced resource (per-resource retry) is always extracted, without validators;
     - an attachment whose bytes did not change reuses its chunks;
@@ -60,29 +74,28 @@ def plan_sources(
     """
     plans = []
     ttl = timedelta(seconds=url_ttl_seconds)
-    for ref, fingerprint in current:
+    for seen in current:
+        ref, fingerprint = seen.ref, seen.fingerprint
         prev = previous.get(key_of(ref))
         usable = prev is not None and prev.state in REUSABLE_STATES
+        stat = {"file_size": seen.file_size, "file_mtime_ns": seen.file_mtime_ns}
         if ref.resource_id in force_resource_ids or not usable:
-            plans.append(PlannedSource(ref, "extract", fingerprint, prev))
-        elif ref.kind == "attachment" and prev.fingerprint == fingerprint:
-            plans.append(PlannedSource(ref, "reuse", fingerprint, prev))
+            plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
+        elif ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:
+            plans.append(PlannedSource(ref, "reuse", fingerprint, prev, **stat))
         elif ref.kind == "url" and prev.checked_at is not None and now - prev.checked_at < ttl:
             plans.append(PlannedSource(ref, "reuse", prev.fingerprint, prev))
         elif ref.kind == "url":
-            validators = {
-                name: value
-                for name, value in (
-                    ("etag", prev.etag),
-                    ("last_modified", prev.last_modified),
-                    ("content_hash", prev.content_hash),
-                )
-                if value
-            }
-            plans.append(PlannedSource(ref, "extract", fingerprint, prev, validators))
+            plans.append(PlannedSource(ref, "extract", fingerprint, prev, _validators(prev)))
         else:
-            plans.append(PlannedSource(ref, "extract", fingerprint, prev))
+            plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
     return plans
+
+
+def _validators(prev: PreviousSource) -> dict[str, str]:
+    """What a conditional re-fetch sends (ETag, Last-Modified) or compares (the body's hash)."""
+    pairs = (("etag", prev.etag), ("last_modified", prev.last_modified), ("content_hash", prev.content_hash))
+    return {name: value for name, value in pairs if value}
 
 
 def unchanged(plans: list[PlannedSource], previous: dict[SourceKey, PreviousSource]) -> bool:

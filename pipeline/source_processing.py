@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import base64
 import mimetypes
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import urlsplit
 
-from pipeline.catalogue import resolve_attachment
 from pipeline.chunker import chunk_segments
 from pipeline.embedder import Embedder, to_bytes
 from pipeline.extractors import extract
@@ -25,7 +26,7 @@ class SourceResult:
     """The JSON-friendly outcome of processing one source (a Celery message payload)."""
 
     source_id: str
-    status: str  # "extracted" | "not_modified" | "error"
+    status: str  # "extracted" | "not_modified" | "error" | "cancelled"
     error_code: str | None = None
     error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
@@ -44,12 +45,7 @@ def decode_vector(encoded: str) -> bytes:
     return base64.b64decode(encoded)
 
 
-def _read_attachment(vault: Path, ref: SourceRef, max_bytes: int) -> tuple[bytes, str]:
-    path = resolve_attachment(vault, ref.value)
-    size = path.stat().st_size
-    if size > max_bytes:
-        raise PipelineError("FILE_TOO_LARGE", f"{path.name} is {size} bytes; the limit is {max_bytes}.")
-    return path.read_bytes(), path.name
+AttachmentReader = Callable[[], tuple[bytes, str]]
 
 
 def _meta(extraction: Extraction, content_hash: str, **extra: Any) -> dict[str, Any]:
@@ -67,17 +63,20 @@ def process_source(
     source_id: str,
     ref: SourceRef,
     *,
-    vault: Path,
+    read_attachment: AttachmentReader,
     policy: FetchPolicy,
     embedder: Embedder,
-    attachment_max_bytes: int,
     validators: dict[str, str] | None = None,
 ) -> SourceResult:
-    """Fetch or read, extract, chunk and embed one source; expected failures become results."""
+    """Read or fetch, extract, chunk and embed one source; expected failures become results.
+
+    ``read_attachment`` returns the attachment's bytes and file name; the worker passes a reader
+    that asks the API instance, so this code never needs the vault or the database.
+    """
     validators = validators or {}
     try:
         if ref.kind == "attachment":
-            data, filename = _read_attachment(vault, ref, attachment_max_bytes)
+            data, filename = read_attachment()
             content_hash = bytes_sha256(data)
             extraction = extract(data, filename=filename, mime=mimetypes.guess_type(filename)[0])
             meta = _meta(extraction, content_hash)
@@ -93,7 +92,7 @@ def process_source(
                 return SourceResult(source_id, "not_modified", meta=web)
             extraction = extract(
                 fetched.content,
-                filename=Path(fetched.url).name or "index.html",
+                filename=PurePosixPath(urlsplit(fetched.url).path).name or "index.html",
                 mime=fetched.content_type,
                 url=fetched.url,
                 declared_charset=fetched.charset,
@@ -112,7 +111,10 @@ def process_source(
             )
         return SourceResult(source_id, "error", "NO_TEXT", "No text could be extracted.", meta)
 
-    chunks = chunk_segments(extraction.segments, source_fingerprint=content_hash)
+    # Chunk ids hash the content *and* the source's identity: the same file attached to two
+    # records must not produce colliding ids inside one revision.
+    identity = f"{content_hash}\n{ref.resource_id}\n{ref.field}\n{ref.value}"
+    chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()))
     vectors = embedder.embed([chunk.text for chunk in chunks])
     return SourceResult(
         source_id,

@@ -13,6 +13,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey
 from pipeline.source_processing import SourceResult, decode_vector
+from pipeline.types import SourceRef
 from storage import jobs, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
 
@@ -46,6 +47,8 @@ def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, Pr
             etag=s.etag,
             last_modified=s.last_modified,
             content_hash=s.content_hash,
+            file_size=s.file_size,
+            file_mtime_ns=s.file_mtime_ns,
         )
         for s in revisions.sources(session, notebook.active_revision_id)
     }
@@ -71,6 +74,8 @@ def start_revision(
             kind=plan.ref.kind,
             value=plan.ref.value,
             fingerprint=plan.fingerprint,
+            file_size=plan.file_size,
+            file_mtime_ns=plan.file_mtime_ns,
             state="indexing",
         )
         orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators)))
@@ -79,6 +84,24 @@ def start_revision(
     job.done = 0
     job.current_resource_id = plans[0].ref.resource_id if orders else None
     return orders
+
+
+def pending_orders(session: Session, job: Job) -> list[ExtractOrder]:
+    """The sources of a job's draft still waiting for a result (to resend after a crash).
+
+    Resending is safe: a result for a source that is no longer ``indexing`` is ignored.
+    """
+    if job.revision_id is None:
+        return []
+    return [
+        ExtractOrder(
+            s.id,
+            SourceRef(s.resource_id, s.field, s.kind, s.value).to_dict(),  # type: ignore[arg-type]
+            {},
+        )
+        for s in revisions.sources(session, job.revision_id)
+        if s.state == "indexing"
+    ]
 
 
 def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source | None:
@@ -120,7 +143,8 @@ def _audit(session: Session, job: Job, source: Source, outcome: str, detail: str
 def record_result(session: Session, job: Job, notebook: Notebook, result: SourceResult) -> None:
     """Store one extract result into the job's draft revision (an unknown source is ignored)."""
     source = session.get(Source, result.source_id)
-    if source is None or source.revision_id != job.revision_id or source.state != "indexing":
+    stale_message = source is None or source.revision_id != job.revision_id or source.state != "indexing"
+    if stale_message or result.status == "cancelled":
         return
     now = utcnow()
     _apply_meta(source, result.meta)

@@ -7,7 +7,7 @@ task can never overwrite a state another actor already moved on (a finished task
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import select, update
@@ -17,7 +17,6 @@ from storage.models import Job, Notebook, utcnow
 
 INGEST = "notebook_ingest"
 ACTIVE_STATES = ("queued", "running", "cancelling")
-LEASE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True)
@@ -26,21 +25,8 @@ class IngestRequest:
     outcome: str  # "queued" (dispatch it) or "coalesced" (an existing job covers it)
 
 
-def active_job(session: Session, notebook: Notebook) -> Job | None:
-    return session.scalar(
-        select(Job)
-        .where(
-            Job.notebook_id == notebook.id,
-            Job.vault_hash == notebook.vault_hash,
-            Job.workspace_id == notebook.workspace_id,
-            Job.state.in_(ACTIVE_STATES),
-        )
-        .order_by(Job.created_at.desc())
-    )
-
-
-def latest_job(session: Session, notebook: Notebook) -> Job | None:
-    return session.scalar(
+def _jobs_of(notebook: Notebook):  # type: ignore[no-untyped-def]
+    return (
         select(Job)
         .where(
             Job.notebook_id == notebook.id,
@@ -50,6 +36,14 @@ def latest_job(session: Session, notebook: Notebook) -> Job | None:
         .order_by(Job.created_at.desc())
         .limit(1)
     )
+
+
+def latest_job(session: Session, notebook: Notebook) -> Job | None:
+    return session.scalar(_jobs_of(notebook))
+
+
+def active_job(session: Session, notebook: Notebook) -> Job | None:
+    return session.scalar(_jobs_of(notebook).where(Job.state.in_(ACTIVE_STATES)))
 
 
 def request_ingest(
@@ -93,7 +87,7 @@ def _merge_params(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
-def claim(session: Session, job_id: str, owner: str) -> Job | None:
+def claim(session: Session, job_id: str, owner: str, lease: timedelta) -> Job | None:
     """Take a queued job (or one whose lease expired) for ``owner``; None if someone else has it."""
     now = utcnow()
     claimed = session.execute(
@@ -105,7 +99,7 @@ def claim(session: Session, job_id: str, owner: str) -> Job | None:
         .values(
             state="running",
             lease_owner=owner,
-            lease_expires_at=now + LEASE,
+            lease_expires_at=now + lease,
             started_at=now,
             attempts=Job.attempts + 1,
         )
@@ -113,11 +107,35 @@ def claim(session: Session, job_id: str, owner: str) -> Job | None:
     return session.get(Job, job_id) if claimed else None
 
 
-def heartbeat(session: Session, job_id: str) -> None:
+def heartbeat(session: Session, job_id: str, lease: timedelta) -> None:
     session.execute(
         update(Job)
         .where(Job.id == job_id, Job.state.in_(("running", "cancelling")))
-        .values(lease_expires_at=utcnow() + LEASE)
+        .values(lease_expires_at=utcnow() + lease)
+    )
+
+
+def request_cancel(session: Session, notebook: Notebook) -> Job | None:
+    """Cooperative cancel: a queued job ends at once, a running one moves to ``cancelling``."""
+    job = active_job(session, notebook)
+    if job is None:
+        return None
+    if not transition(session, job.id, ("queued",), "cancelled"):
+        transition(session, job.id, ("running",), "cancelling", rerun_requested=False)
+    session.refresh(job)
+    return job
+
+
+def recoverable(session: Session, *, queued_before: datetime) -> list[Job]:
+    """Jobs whose messages may be lost: queued for a while, or holding an expired lease."""
+    now = utcnow()
+    return list(
+        session.scalars(
+            select(Job).where(
+                ((Job.state == "queued") & (Job.created_at < queued_before))
+                | (Job.state.in_(("running", "cancelling")) & (Job.lease_expires_at < now))
+            )
+        ).all()
     )
 
 

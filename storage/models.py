@@ -144,6 +144,8 @@ class Source(Scoped, Base):
     kind: Mapped[str] = mapped_column(String(20))
     value: Mapped[str] = mapped_column(Text)
     fingerprint: Mapped[str | None] = mapped_column(String(64))
+    file_size: Mapped[int | None] = mapped_column(Integer)
+    file_mtime_ns: Mapped[int | None] = mapped_column(Integer)
     state: Mapped[str] = mapped_column(String(20), default="pending")
     error_code: Mapped[str | None] = mapped_column(String(60))
     error: Mapped[str | None] = mapped_column(String(500))

@@ -34,6 +34,10 @@ def celery_config(settings: Settings) -> dict:
         "task_queues": (Queue(COORDINATOR), Queue(EXTRACT)),
         "task_routes": {"extract_source": {"queue": EXTRACT}},
         "worker_hijack_root_logger": False,
+        "beat_schedule": {
+            "sweep-jobs": {"task": "sweep_jobs", "schedule": float(settings.sweep_interval_seconds)},
+        },
+        "beat_schedule_filename": str(settings.system_dir / "celerybeat-schedule"),
     }
 
 
@@ -52,6 +56,7 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
         kombu_sqlalchemy.Transport.polling_interval = EMBEDDED_POLLING_SECONDS
     celery_app.set_default()
     import tasks.ingest  # noqa: F401  (registers the shared tasks on this app)
+    import tasks.sweeper  # noqa: F401
 
     app.extensions["celery"] = celery_app
     return celery_app

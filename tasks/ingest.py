@@ -4,23 +4,25 @@ store_extraction (which activates the revision once the last source is stored).
 Each source travels as its own ``extract_source | store_extraction`` chain rather than one chord:
 every result is stored as soon as it arrives (progress is real, a crash loses only sources in
 flight), no result backend is needed, and the last store activates the revision through a
-compare-and-set that exactly one of them wins.
+compare-and-set that exactly one of them wins (docs/decisions/0002).
 """
 from __future__ import annotations
 
 import logging
 import os
+from datetime import timedelta
 
 from celery import chain, shared_task
 
-from app.extensions import Services, services
-from pipeline.catalogue import record_sources, resolve_attachment
-from pipeline.fingerprint import file_sha256
-from pipeline.planning import plan_sources, unchanged
+from app.extensions import services
+from app.services.current_sources import plan
+from pipeline.planning import unchanged
 from pipeline.source_processing import SourceResult, process_source
 from pipeline.types import PipelineError, SourceRef
 from storage import ingestion, jobs, notebooks
-from storage.models import Notebook, utcnow
+from storage.ingestion import ExtractOrder
+from storage.models import Notebook
+from tasks.internal_api import InternalApi, InternalApiUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -29,51 +31,42 @@ def dispatch_ingest(job_id: str) -> None:
     notebook_ingest.delay(job_id)
 
 
-def _current_sources(svc: Services, notebook: Notebook, member_ids: list[str]) -> list[tuple[SourceRef, str | None]]:
-    """Each member's attachment/URL values now, with attachment fingerprints (URLs: None)."""
-    table = svc.catalogue.table(notebook.table_id)
-    records = {r.resource_id: r for r in svc.catalogue.records(table) if not r.is_template}
-    current = []
-    for resource_id in member_ids:
-        record = records.get(resource_id)
-        if record is None:
-            continue
-        for ref in record_sources(record, table, allowlist=svc.settings.url_allowlist):
-            current.append((ref, _fingerprint(svc, ref)))
-    return current
+def dispatch_orders(job_id: str, orders: list[ExtractOrder]) -> None:
+    for order in orders:
+        chain(
+            extract_source.s(job_id, order.source_id, order.ref, order.validators),
+            store_extraction.s(job_id),
+        ).apply_async()
 
 
-def _fingerprint(svc: Services, ref: SourceRef) -> str | None:
-    if ref.kind != "attachment":
-        return None
-    try:
-        return file_sha256(resolve_attachment(svc.settings.vault_path, ref.value))
-    except (PipelineError, OSError):
-        return None  # the extract step reports the precise error for this source
+def lease() -> timedelta:
+    return timedelta(seconds=services().settings.job_lease_seconds)
 
 
 @shared_task(name="notebook_ingest", bind=True)
 def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Fingerprint the members' sources, start a draft revision, fan out the extraction."""
     svc = services()
-    owner = f"{self.request.hostname}/{os.getpid()}"
     with svc.db.session() as session:
-        job = jobs.claim(session, job_id, owner)
+        job = jobs.claim(session, job_id, f"{self.request.hostname}/{os.getpid()}", lease())
         if job is None:
             return
-        notebook = session.get(Notebook, job.notebook_id)
-        member_ids = notebooks.member_ids(session, notebook)
-        previous = ingestion.previous_sources(session, notebook)
-        force = frozenset(job.params.get("force_resource_ids", []))
+        if job.revision_id is not None:  # a crashed run already started the draft: resume it
+            resumed = ingestion.pending_orders(session, job)
+        else:
+            resumed = None
+            notebook = session.get(Notebook, job.notebook_id)
+            member_ids = notebooks.member_ids(session, notebook)
+            previous = ingestion.previous_sources(session, notebook)
+    if resumed is not None:
+        dispatch_orders(job_id, resumed)
+        return
     try:
-        current = _current_sources(svc, notebook, member_ids)
+        plans = plan(svc, notebook, member_ids, previous, frozenset(job.params.get("force_resource_ids", [])))
     except PipelineError as err:
         with svc.db.session() as session:
             jobs.transition(session, job_id, ("running", "cancelling"), "failed", error=err.message)
         return
-    plans = plan_sources(
-        current, previous, now=utcnow(), url_ttl_seconds=svc.settings.url_refresh_ttl_seconds,
-        force_resource_ids=force,
-    )
     with svc.db.session() as session:
         job = jobs.get(session, job_id)
         notebook = session.get(Notebook, job.notebook_id)
@@ -86,29 +79,36 @@ def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
         else:
             orders = ingestion.start_revision(session, job, notebook, plans)
             finish = None if orders else ingestion.finish_if_complete(session, job, notebook)
-    for order in orders:
-        chain(
-            extract_source.s(order.source_id, order.ref, order.validators),
-            store_extraction.s(job_id),
-        ).apply_async()
+    dispatch_orders(job_id, orders)
     if finish and finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)
 
 
-@shared_task(name="extract_source")
-def extract_source(source_id: str, ref: dict, validators: dict) -> dict:
-    """Stateless: reads the source, returns chunks and vectors; never touches the database."""
+@shared_task(
+    name="extract_source",
+    autoretry_for=(InternalApiUnavailable,),
+    retry_backoff=2,
+    retry_backoff_max=60,
+    max_retries=8,
+)
+def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> dict:
+    """Stateless: asks the API instance for job state and bytes; never touches the database."""
     svc = services()
+    settings = svc.settings
+    api = InternalApi(settings.internal_base_url, settings.shared_secret(), settings.attachment_max_bytes)
+    if api.job_state(job_id) in ("cancelling", "cancelled"):
+        return SourceResult(source_id, "cancelled").to_dict()
     try:
         result = process_source(
             source_id,
             SourceRef.from_dict(ref),
-            vault=svc.settings.vault_path,
+            read_attachment=lambda: api.attachment(source_id),
             policy=svc.fetch_policy,
             embedder=svc.embedder,
-            attachment_max_bytes=svc.settings.attachment_max_bytes,
             validators=validators,
         )
+    except InternalApiUnavailable:
+        raise
     except Exception as err:  # a bug in one extractor must not stall the whole job
         log.exception("extracting source %s failed", source_id)
         result = SourceResult(source_id, "error", "EXTRACTION_FAILED", f"{type(err).__name__}: {err}"[:500])
@@ -117,6 +117,7 @@ def extract_source(source_id: str, ref: dict, validators: dict) -> dict:
 
 @shared_task(name="store_extraction")
 def store_extraction(result: dict, job_id: str) -> None:
+    """Store one source's result in the draft; the last one activates the revision."""
     svc = services()
     with svc.db.session() as session:
         job = jobs.get(session, job_id)
@@ -126,7 +127,7 @@ def store_extraction(result: dict, job_id: str) -> None:
             return
         notebook = session.get(Notebook, job.notebook_id)
         ingestion.record_result(session, job, notebook, SourceResult.from_dict(result))
-        jobs.heartbeat(session, job_id)
+        jobs.heartbeat(session, job_id, lease())
         finish = ingestion.finish_if_complete(session, job, notebook)
     if finish and finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)

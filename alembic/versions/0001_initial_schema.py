@@ -2,7 +2,7 @@
 
 Revision ID: 0001
 Revises:
-Create Date: 2026-11-29 12:28:39.448445
+Create Date: 2026-11-29 12:39:06.710355
 """
 from __future__ import annotations
 
@@ -194,6 +194,8 @@ def upgrade() -> None:
     sa.Column('kind', sa.String(length=20), nullable=False),
     sa.Column('value', sa.Text(), nullable=False),
     sa.Column('fingerprint', sa.String(length=64), nullable=True),
+    sa.Column('file_size', sa.Integer(), nullable=True),
+    sa.Column('file_mtime_ns', sa.Integer(), nullable=True),
     sa.Column('state', sa.String(length=20), nullable=False),
     sa.Column('error_code', sa.String(length=60), nullable=True),
     sa.Column('error', sa.String(length=500), nullable=True),
@@ -248,6 +250,7 @@ def upgrade() -> None:
     sa.ForeignKeyConstraint(['chunk_pk'], ['chunks.id'], ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('chunk_pk')
     )
+
     create_chunk_fts()
 
 
@@ -283,6 +286,72 @@ def downgrade() -> None:
     for trigger in ("chunks_fts_insert", "chunks_fts_delete", "chunks_fts_update"):
         op.execute(f"DROP TRIGGER IF EXISTS {trigger}")
     op.execute("DROP TABLE IF EXISTS chunks_fts")
+    op.drop_table('chunk_vectors')
+    with op.batch_alter_table('chunks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_chunks_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_chunks_vault_hash'))
+        batch_op.drop_index('ix_chunks_revision_source')
+
+    op.drop_table('chunks')
+    with op.batch_alter_table('sources', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_sources_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_sources_vault_hash'))
+        batch_op.drop_index(batch_op.f('ix_sources_revision_id'))
+
+    op.drop_table('sources')
+    with op.batch_alter_table('revisions', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_revisions_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_revisions_vault_hash'))
+        batch_op.drop_index(batch_op.f('ix_revisions_notebook_id'))
+
+    op.drop_table('revisions')
+    with op.batch_alter_table('notebook_resources', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_notebook_resources_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_notebook_resources_vault_hash'))
+
+    op.drop_table('notebook_resources')
+    with op.batch_alter_table('notebook_acl', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_notebook_acl_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_notebook_acl_vault_hash'))
+
+    op.drop_table('notebook_acl')
+    with op.batch_alter_table('jobs', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_jobs_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_jobs_vault_hash'))
+        batch_op.drop_index('ix_jobs_notebook_state')
+
+    op.drop_table('jobs')
+    with op.batch_alter_table('audit_outcomes', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_audit_outcomes_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_audit_outcomes_vault_hash'))
+        batch_op.drop_index(batch_op.f('ix_audit_outcomes_notebook_id'))
+
+    op.drop_table('audit_outcomes')
+    with op.batch_alter_table('notebooks', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_notebooks_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_notebooks_vault_hash'))
+        batch_op.drop_index(batch_op.f('ix_notebooks_creator_id'))
+
+    op.drop_table('notebooks')
+    with op.batch_alter_table('memberships', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_memberships_vault_hash'))
+
+    op.drop_table('memberships')
+    with op.batch_alter_table('api_tokens', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_api_tokens_workspace_id'))
+        batch_op.drop_index(batch_op.f('ix_api_tokens_vault_hash'))
+        batch_op.drop_index(batch_op.f('ix_api_tokens_user_id'))
+
+    op.drop_table('api_tokens')
+    with op.batch_alter_table('workspaces', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_workspaces_vault_hash'))
+
+    op.drop_table('workspaces')
+    with op.batch_alter_table('users', schema=None) as batch_op:
+        batch_op.drop_index(batch_op.f('ix_users_vault_hash'))
+
+    op.drop_table('users')
+
     op.drop_table('chunk_vectors')
     with op.batch_alter_table('chunks', schema=None) as batch_op:
         batch_op.drop_index(batch_op.f('ix_chunks_workspace_id'))

@@ -5,10 +5,11 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
+    from app.api.internal import bp as internal_bp
     from app.api.notebooks import bp as notebooks_bp
     from app.api.resources import bp as resources_bp
     from app.api.search import bp as search_bp
     from app.api.sources import bp as sources_bp
 
-    for blueprint in (resources_bp, notebooks_bp, sources_bp, search_bp):
+    for blueprint in (resources_bp, notebooks_bp, sources_bp, search_bp, internal_bp):
         app.register_blueprint(blueprint)

@@ -70,9 +70,18 @@ def create():  # type: ignore[no-untyped-def]
 
 @bp.get("/<notebook_id>")
 def detail(notebook_id: str):  # type: ignore[no-untyped-def]
+    """``?open=1`` marks the user opening the notebook: sources are compared with the active
+    revision and a refresh is queued only if something changed (plain polling never triggers)."""
     principal = current_principal()
-    with services().db.reader() as session:
-        return _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
+    svc = services()
+    with svc.db.reader() as session:
+        visible_notebook(session, principal, notebook_id)
+    outcome = None
+    if request.args.get("open") == "1":
+        outcome, _ = request_ingest(svc, notebook_id, requested_by=principal.user_id, only_if_changed=True)
+    with svc.db.reader() as session:
+        body = _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
+    return {**body, "ingest": outcome} if outcome else body
 
 
 @bp.patch("/<notebook_id>")
@@ -111,5 +120,16 @@ def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
     svc = services()
     with svc.db.reader() as session:
         owned_notebook(session, principal, notebook_id)
-    outcome, job = request_ingest(svc, notebook_id, requested_by=principal.user_id)
+    outcome, job = request_ingest(svc, notebook_id, requested_by=principal.user_id, only_if_changed=True)
     return {"outcome": outcome, "job": job_json(job)}, 202
+
+
+@bp.post("/<notebook_id>/refresh/cancel")
+def cancel(notebook_id: str):  # type: ignore[no-untyped-def]
+    """Cooperative: workers see ``cancelling`` before each source and before activation."""
+    principal = current_principal()
+    with services().db.session() as session:
+        job = jobs.request_cancel(session, owned_notebook(session, principal, notebook_id))
+        if job is None:
+            raise ApiError(409, "NO_ACTIVE_JOB", "No ingestion is running for this notebook.")
+        return {"job": job_json(job)}, 202

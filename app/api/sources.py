@@ -89,3 +89,18 @@ def remove_source(notebook_id: str, resource_id: str):  # type: ignore[no-untype
         if not notebooks.remove_resource(session, notebook, resource_id):
             raise ApiError(404, "RESOURCE_NOT_IN_NOTEBOOK", "That resource is not in this notebook.")
     return "", 204
+
+
+@bp.post("/<notebook_id>/sources/<path:resource_id>/refresh")
+def retry_resource(notebook_id: str, resource_id: str):  # type: ignore[no-untyped-def]
+    """Re-extract one resource, bypassing reuse; every other source is copied from the active revision."""
+    principal = current_principal()
+    svc = services()
+    with svc.db.reader() as session:
+        notebook = owned_notebook(session, principal, notebook_id)
+        if resource_id not in notebooks.member_ids(session, notebook):
+            raise ApiError(404, "RESOURCE_NOT_IN_NOTEBOOK", "That resource is not in this notebook.")
+    outcome, job = request_ingest(
+        svc, notebook_id, requested_by=principal.user_id, params={"force_resource_ids": [resource_id]}
+    )
+    return {"outcome": outcome, "job_id": job.id if job else None}, 202

@@ -169,7 +169,7 @@ def test_invalid_arguments_are_rejected() -> None:
     assert chunk_segments([], source_fingerprint=FINGERPRINT) == []
 
 
-@settings(max_examples=5000, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     texts=st.lists(st.text(TRICKY_CHARACTERS, max_size=400), min_size=1, max_size=4),
     max_chars=st.integers(min_value=1, max_value=120),

@@ -1,0 +1,52 @@
+"""/internal: what stateless extract workers need from the instance that owns the database.
+
+Guarded by the instance's shared secret (never a user token); answers only job state and the
+bytes of attachment sources, so a leaked worker credential cannot read notebooks or chats.
+"""
+from __future__ import annotations
+
+import hmac
+
+from flask import Blueprint, request, send_file
+
+from app.errors import ApiError
+from app.extensions import services
+from pipeline.catalogue import resolve_attachment
+from storage import jobs
+from storage.models import Source
+
+bp = Blueprint("internal", __name__, url_prefix="/internal")
+
+
+@bp.before_request
+def _require_shared_secret() -> None:
+    header = request.headers.get("Authorization", "")
+    expected = "Bearer " + services().settings.shared_secret()
+    if not hmac.compare_digest(header.encode(), expected.encode()):
+        raise ApiError(401, "INTERNAL_AUTH_INVALID", "Internal endpoints need the instance's shared secret.")
+
+
+@bp.get("/jobs/<job_id>")
+def job_state(job_id: str):  # type: ignore[no-untyped-def]
+    with services().db.reader() as session:
+        job = jobs.get(session, job_id)
+        if job is None:
+            raise ApiError(404, "JOB_NOT_FOUND", "No such job.")
+        return {"id": job.id, "state": job.state}
+
+
+@bp.get("/sources/<source_id>/content")
+def source_content(source_id: str):  # type: ignore[no-untyped-def]
+    svc = services()
+    with svc.db.reader() as session:
+        source = session.get(Source, source_id)
+        if source is None or source.kind != "attachment":
+            raise ApiError(404, "SOURCE_NOT_FOUND", "No such attachment source.")
+        rel_path = source.value
+    path = resolve_attachment(svc.settings.vault_path, rel_path)
+    size = path.stat().st_size
+    if size > svc.settings.attachment_max_bytes:
+        raise ApiError(
+            413, "FILE_TOO_LARGE", f"{path.name} is {size} bytes; the limit is {svc.settings.attachment_max_bytes}."
+        )
+    return send_file(path, as_attachment=True, download_name=path.name, conditional=False)

@@ -1,0 +1,48 @@
+"""What a notebook's members hold right now, compared with its active revision."""
+from __future__ import annotations
+
+from app.extensions import Services
+from pipeline.catalogue import record_sources, resolve_attachment
+from pipeline.fingerprint import observe_attachment
+from pipeline.planning import Observed, PlannedSource, PreviousSource, SourceKey, key_of, plan_sources
+from pipeline.types import PipelineError
+from storage.models import Notebook, utcnow
+
+
+def observe_members(
+    svc: Services, notebook: Notebook, member_ids: list[str], previous: dict[SourceKey, PreviousSource]
+) -> list[Observed]:
+    """Each member's attachment and URL values from the notebook's own table (not the current one)."""
+    table = svc.catalogue.table(notebook.table_id)
+    records = {r.resource_id: r for r in svc.catalogue.records(table) if not r.is_template}
+    observed = []
+    for resource_id in member_ids:
+        record = records.get(resource_id)
+        if record is None:
+            continue
+        for ref in record_sources(record, table, allowlist=svc.settings.url_allowlist):
+            if ref.kind != "attachment":
+                observed.append(Observed(ref))
+                continue
+            try:
+                path = resolve_attachment(svc.settings.vault_path, ref.value)
+                observed.append(observe_attachment(path, ref, previous.get(key_of(ref))))
+            except (PipelineError, OSError):
+                observed.append(Observed(ref))  # extraction reports the precise error
+    return observed
+
+
+def plan(
+    svc: Services,
+    notebook: Notebook,
+    member_ids: list[str],
+    previous: dict[SourceKey, PreviousSource],
+    force_resource_ids: frozenset[str] = frozenset(),
+) -> list[PlannedSource]:
+    return plan_sources(
+        observe_members(svc, notebook, member_ids, previous),
+        previous,
+        now=utcnow(),
+        url_ttl_seconds=svc.settings.url_refresh_ttl_seconds,
+        force_resource_ids=force_resource_ids,
+    )

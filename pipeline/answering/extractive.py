@@ -1,0 +1,168 @@
+"""The default answer engine: offline, deterministic, and unable to say anything a source does not.
+
+It searches the notebook with the question, splits the best chunks into sentences and quotes the
+sentences that share the most (and the rarest) content terms with the question. Term weights are
+IDF over the retrieved chunks, so a word found in every retrieved chunk (the notebook's topic)
+counts little, and a question word found in *none* of them weighs the most: its absence is the
+clearest sign that the sources do not answer the question. A sentence's score is that weighted
+coverage of the question, plus a small bonus for the retrieval rank of its chunk (the hybrid search
+saw more than single words: phrases and character n-grams).
+
+The answer is refused (status ``no_evidence``) when even the best sentence covers too little of
+the question: quoting a loosely related sentence would look like an answer without being one.
+Thresholds were calibrated on SQuAD v1.1 dev (see ``tests/unit/test_answering_squad.py``).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pipeline.answering.sentences import content_terms, sentence_spans
+from pipeline.answering.tools import MAX_QUERY_CHARS, SEARCH_NOTEBOOK
+from pipeline.answering.types import (
+    AnswerEvent,
+    EvidenceItem,
+    ToolRegistry,
+    citation_event,
+    done_event,
+    token_event,
+    tool_event,
+)
+from pipeline.textnorm import fold
+
+NO_EVIDENCE_TEXT = "The sources in this notebook do not answer this question."
+
+
+@dataclass(frozen=True)
+class Quote:
+    """A chosen sentence: ``text`` is exactly ``evidence.text[start:end]``."""
+
+    evidence: EvidenceItem
+    start: int
+    end: int
+    score: float
+    coverage: float
+
+    @property
+    def text(self) -> str:
+        return self.evidence.text[self.start : self.end]
+
+
+@dataclass(frozen=True)
+class ExtractiveSettings:
+    """Knobs of sentence selection; the defaults are the calibrated ones.
+
+    ``min_coverage``: IDF-weighted share of the question's content terms that the best sentence
+    must contain, else no_evidence. ``rank_bonus``: added to the sentence score of the top chunk,
+    divided by (1 + rank) for the others. ``follow_ratio``: a further sentence is quoted only when
+    its score reaches this share of the best one.
+    """
+
+    search_limit: int = 8
+    chunks_considered: int = 5
+    max_sentences: int = 3
+    min_coverage: float = 0.5
+    rank_bonus: float = 0.1
+    follow_ratio: float = 0.85
+    min_sentence_terms: int = 3
+
+
+class ExtractiveEngine:
+    """Answers by quoting evidence sentences, each followed by its ``[chunk_id]`` marker."""
+
+    name = "extractive"
+
+    def __init__(self, settings: ExtractiveSettings | None = None) -> None:
+        self.settings = settings or ExtractiveSettings()
+
+    def answer(
+        self,
+        question: str,
+        tools: ToolRegistry,
+        *,
+        history: list[dict[str, Any]] | None = None,
+        should_stop: Callable[[], bool] = lambda: False,
+    ) -> Iterator[AnswerEvent]:
+        """Search, then quote; ``history`` is ignored (each question is answered on its own)."""
+        if should_stop():
+            return
+        arguments = {"query": question[:MAX_QUERY_CHARS], "limit": self.settings.search_limit}
+        evidence = tools.call(SEARCH_NOTEBOOK, arguments)
+        yield tool_event(SEARCH_NOTEBOOK, tools.calls[-1].arguments, tools.calls[-1].result_count)
+        quotes = select_quotes(question, evidence, self.settings)
+        if not quotes:
+            if not should_stop():
+                yield token_event(NO_EVIDENCE_TEXT)
+                yield done_event(NO_EVIDENCE_TEXT, "no_evidence", [])
+            return
+        parts: list[str] = []
+        citations: list[dict[str, str]] = []
+        for quote in quotes:
+            if should_stop():
+                return
+            part = f"{quote.text} [{quote.evidence.chunk_id}]"
+            yield token_event(part if not parts else " " + part)
+            yield citation_event(quote.evidence.chunk_id, quote.text)
+            parts.append(part)
+            citations.append({"chunk_id": quote.evidence.chunk_id, "quote": quote.text})
+        if not should_stop():
+            yield done_event(" ".join(parts), "answered", citations)
+
+
+def select_quotes(question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings) -> list[Quote]:
+    """The sentences to quote, best first; empty when the evidence does not answer ``question``."""
+    question_terms = set(content_terms(question))
+    if not question_terms or not evidence:
+        return []
+    chunk_terms = [set(content_terms(item.text)) for item in evidence]
+    weights = _idf(question_terms, chunk_terms)
+    total = math.fsum(weights.values())
+    candidates: list[tuple[float, int, int, Quote]] = []
+    for rank, item in enumerate(_distinct(evidence)[: settings.chunks_considered]):
+        bonus = settings.rank_bonus / (1 + rank)
+        for start, end in sentence_spans(item.text):
+            terms = content_terms(item.text[start:end])
+            if len(terms) < settings.min_sentence_terms:
+                continue
+            coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
+            quote = Quote(item, start, end, coverage + bonus, coverage)
+            candidates.append((-quote.score, rank, start, quote))
+    candidates.sort(key=lambda candidate: candidate[:3])
+    if not candidates or candidates[0][3].coverage < settings.min_coverage:
+        return []
+    best = candidates[0][3]
+    chosen: list[Quote] = [best]
+    said = {_key(best.text)}
+    for _, _, _, quote in candidates[1:]:
+        if len(chosen) == settings.max_sentences or quote.score < settings.follow_ratio * best.score:
+            break
+        if quote.coverage >= settings.min_coverage and _key(quote.text) not in said:
+            chosen.append(quote)
+            said.add(_key(quote.text))
+    return chosen
+
+
+def _idf(question_terms: set[str], chunk_terms: list[set[str]]) -> dict[str, float]:
+    """IDF of each question term over the retrieved chunks (a term in none of them weighs most)."""
+    count = len(chunk_terms)
+    return {
+        term: math.log(1 + count / (0.5 + sum(term in terms for terms in chunk_terms)))
+        for term in sorted(question_terms)
+    }
+
+
+def _distinct(evidence: list[EvidenceItem]) -> list[EvidenceItem]:
+    seen: set[str] = set()
+    distinct = []
+    for item in evidence:
+        if item.chunk_id not in seen:
+            seen.add(item.chunk_id)
+            distinct.append(item)
+    return distinct
+
+
+def _key(sentence: str) -> str:
+    """Identity of a sentence across overlapping chunks: its folded words."""
+    return " ".join(fold(sentence).split())

@@ -1,0 +1,54 @@
+"""How an extract worker reaches the instance that owns the database: over HTTP, never SQLite."""
+from __future__ import annotations
+
+import httpx
+
+from pipeline.types import PipelineError
+
+TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+
+
+class InternalApiUnavailable(Exception):
+    """The API instance did not answer; the task retries later instead of failing the source."""
+
+
+class InternalApi:
+    def __init__(self, base_url: str, secret: str, max_bytes: int) -> None:
+        self.base_url = base_url
+        self.headers = {"Authorization": f"Bearer {secret}"}
+        self.max_bytes = max_bytes
+
+    def _get(self, client: httpx.Client, path: str) -> httpx.Response:
+        try:
+            return client.get(self.base_url + path, headers=self.headers)
+        except httpx.TransportError as err:
+            raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
+
+    @staticmethod
+    def _raise_for(response: httpx.Response) -> None:
+        if response.status_code < 400:
+            return
+        if response.status_code >= 500:
+            raise InternalApiUnavailable(f"internal API answered {response.status_code}")
+        try:
+            body = response.json()
+            raise PipelineError(body.get("code", "INTERNAL_API_ERROR"), body.get("message", ""))
+        except ValueError:
+            raise PipelineError("INTERNAL_API_ERROR", f"internal API answered {response.status_code}") from None
+
+    def job_state(self, job_id: str) -> str:
+        with httpx.Client(timeout=TIMEOUT) as client:
+            response = self._get(client, f"/internal/jobs/{job_id}")
+        self._raise_for(response)
+        return response.json()["state"]
+
+    def attachment(self, source_id: str) -> tuple[bytes, str]:
+        """The attachment's bytes and file name, read by the API instance inside its vault."""
+        with httpx.Client(timeout=TIMEOUT) as client:
+            response = self._get(client, f"/internal/sources/{source_id}/content")
+        self._raise_for(response)
+        if len(response.content) > self.max_bytes:
+            raise PipelineError("FILE_TOO_LARGE", f"the attachment is over {self.max_bytes} bytes")
+        disposition = response.headers.get("content-disposition", "")
+        filename = disposition.split("filename=")[-1].strip('"') if "filename=" in disposition else "attachment"
+        return response.content, filename

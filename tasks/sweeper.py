@@ -1,0 +1,43 @@
+"""Re-dispatch durable work whose messages may be lost (worker killed, broker restarted).
+
+The job rows are the truth; this turns them back into messages. Every re-sent message is safe to
+receive twice: claims are compare-and-set, and results for finished sources are ignored.
+"""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from celery import shared_task
+
+from app.extensions import services
+from storage import ingestion, jobs
+from storage.ingestion import ExtractOrder
+from storage.models import Notebook, utcnow
+from tasks.ingest import dispatch_ingest, dispatch_orders, lease
+
+QUEUED_GRACE = timedelta(seconds=30)
+
+
+@shared_task(name="sweep_jobs")
+def sweep_jobs() -> int:
+    svc = services()
+    orders: dict[str, list[ExtractOrder]] = {}
+    restart: list[str] = []
+    with svc.db.session() as session:
+        for job in jobs.recoverable(session, queued_before=utcnow() - QUEUED_GRACE):
+            if job.state == "cancelling":
+                ingestion.cancel(session, job)
+            elif job.state == "running" and job.revision_id is not None:
+                jobs.heartbeat(session, job.id, lease())
+                orders[job.id] = ingestion.pending_orders(session, job)
+                if not orders[job.id]:  # every result is in: only the activation was lost
+                    finish = ingestion.finish_if_complete(session, job, session.get(Notebook, job.notebook_id))
+                    if finish and finish.follow_up_job_id:
+                        restart.append(finish.follow_up_job_id)
+            else:
+                restart.append(job.id)
+    for job_id, pending in orders.items():
+        dispatch_orders(job_id, pending)
+    for job_id in restart:
+        dispatch_ingest(job_id)
+    return len(orders) + len(restart)
