@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey
 from pipeline.source_processing import SourceResult, decode_vector
 from pipeline.types import SourceRef
-from storage import jobs, revisions
+from storage import jobs, retention, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
 
 
@@ -199,17 +199,36 @@ def _copy_chunks_into(session: Session, previous: Source, target: Source) -> Non
     revisions.store_chunks(session, target, copied.rows, embedder=copied.embedder)
 
 
-def finish_if_complete(session: Session, job: Job, notebook: Notebook) -> Finish | None:
-    """Activate the draft once no source is left indexing; None while work remains."""
+def finish_if_complete(
+    session: Session, job: Job, notebook: Notebook, keep: tuple[int, int]
+) -> Finish | None:
+    """Once no source is left indexing: activate the draft, or keep it as an audit record when it
+    equals the active revision (a check that found nothing new must not create a new revision).
+
+    ``keep`` is (completed revisions kept, audit revisions kept). None while work remains.
+    """
     if job.revision_id is None or revisions.pending_count(session, job.revision_id):
         return None
     revision = session.get(Revision, job.revision_id)
     assert revision is not None
     if not jobs.transition(session, job.id, ("running",), "succeeded"):
         return None
-    revisions.activate(session, notebook, revision)
-    _mark_members_checked(session, notebook, revision)
+    if notebook.active_revision_id and _same_evidence(session, notebook, revision):
+        revision.state = "audit"
+        revision.completed_at = utcnow()
+    else:
+        revisions.activate(session, notebook, revision)
+        _mark_members_checked(session, notebook, revision)
+    retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
     return Finish("succeeded", _follow_up(session, job, notebook))
+
+
+def _same_evidence(session: Session, notebook: Notebook, revision: Revision) -> bool:
+    def signature(rows: list[Source]) -> dict[SourceKey, tuple[str, str | None]]:
+        return {(s.resource_id, s.field, s.value): (s.state, s.fingerprint) for s in rows}
+
+    active = revisions.sources(session, notebook.active_revision_id)
+    return signature(active) == signature(revisions.sources(session, revision.id))
 
 
 def cancel(session: Session, job: Job) -> None:

@@ -23,6 +23,9 @@ from storage.models import Chunk, ChunkVector, Notebook, NotebookResource
 MAX_RESULTS = 50
 CANDIDATES = 100
 CACHED_REVISIONS = 8
+# The hashing vector is a weaker ranker than bm25 (SciFact nDCG@10 0.50 vs 0.68), so it helps
+# break lexical ties and find paraphrases without outvoting an exact lexical match.
+FUSION_WEIGHTS = [1.0, 0.5]
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ def search(
         else []
     )
     semantic = _vector_ranking(session, notebook, revision_id, query, embedder)
-    fused = reciprocal_rank_fusion([[str(pk) for pk in lexical], [str(pk) for pk in semantic]])[:limit]
+    fused = reciprocal_rank_fusion(
+        [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], weights=FUSION_WEIGHTS
+    )[:limit]
     chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
     return [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]

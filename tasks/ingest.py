@@ -43,6 +43,11 @@ def lease() -> timedelta:
     return timedelta(seconds=services().settings.job_lease_seconds)
 
 
+def retention() -> tuple[int, int]:
+    settings = services().settings
+    return settings.completed_revision_retention, settings.audit_revision_retention
+
+
 @shared_task(name="notebook_ingest", bind=True)
 def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
     """Fingerprint the members' sources, start a draft revision, fan out the extraction."""
@@ -78,7 +83,7 @@ def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
             orders = []
         else:
             orders = ingestion.start_revision(session, job, notebook, plans)
-            finish = None if orders else ingestion.finish_if_complete(session, job, notebook)
+            finish = None if orders else ingestion.finish_if_complete(session, job, notebook, retention())
     dispatch_orders(job_id, orders)
     if finish and finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)
@@ -128,6 +133,6 @@ def store_extraction(result: dict, job_id: str) -> None:
         notebook = session.get(Notebook, job.notebook_id)
         ingestion.record_result(session, job, notebook, SourceResult.from_dict(result))
         jobs.heartbeat(session, job_id, lease())
-        finish = ingestion.finish_if_complete(session, job, notebook)
+        finish = ingestion.finish_if_complete(session, job, notebook, retention())
     if finish and finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)

@@ -5,18 +5,13 @@ receive twice: claims are compare-and-set, and results for finished sources are 
 """
 from __future__ import annotations
 
-from datetime import timedelta
-
 from celery import shared_task
 
 from app.extensions import services
 from storage import ingestion, jobs
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
-from tasks.ingest import dispatch_ingest, dispatch_orders, lease
-
-QUEUED_GRACE = timedelta(seconds=30)
-
+from tasks.ingest import dispatch_ingest, dispatch_orders, lease, retention
 
 @shared_task(name="sweep_jobs")
 def sweep_jobs() -> int:
@@ -24,14 +19,16 @@ def sweep_jobs() -> int:
     orders: dict[str, list[ExtractOrder]] = {}
     restart: list[str] = []
     with svc.db.session() as session:
-        for job in jobs.recoverable(session, queued_before=utcnow() - QUEUED_GRACE):
+        for job in jobs.recoverable(session, queued_before=utcnow() - lease()):
             if job.state == "cancelling":
                 ingestion.cancel(session, job)
             elif job.state == "running" and job.revision_id is not None:
                 jobs.heartbeat(session, job.id, lease())
                 orders[job.id] = ingestion.pending_orders(session, job)
                 if not orders[job.id]:  # every result is in: only the activation was lost
-                    finish = ingestion.finish_if_complete(session, job, session.get(Notebook, job.notebook_id))
+                    finish = ingestion.finish_if_complete(
+                        session, job, session.get(Notebook, job.notebook_id), retention()
+                    )
                     if finish and finish.follow_up_job_id:
                         restart.append(finish.follow_up_job_id)
             else:

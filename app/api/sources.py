@@ -18,10 +18,13 @@ from storage.models import Source
 
 bp = Blueprint("sources", __name__, url_prefix="/api/notebooks")
 
-def resource_state(sources: list[Source], job_running: bool) -> str:
-    """One state per resource: unfinished work first, then the best evidence it still has."""
+def resource_state(sources: list[Source], waiting: bool) -> str:
+    """One state per resource: unfinished work first, then the best evidence it still has.
+
+    ``waiting``: the resource has no sources yet because no ingestion has covered it.
+    """
     if not sources:
-        return "pending" if job_running else "error"
+        return "pending" if waiting else "error"
     states = {s.state for s in sources}
     for state in ("indexing", "pending"):
         if state in states:
@@ -45,9 +48,12 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
         members = notebooks.members(session, notebook)
         window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
         items = []
+        revision = revisions.get(session, notebook, revision_id) if revision_id else None
+        covered_at = revision.completed_at if revision else None
         for member in window:
             sources = by_resource.get(member.resource_id, [])
-            state = resource_state(sources, job is not None)
+            waiting = job is not None or covered_at is None or member.added_at > covered_at
+            state = resource_state(sources, waiting)
             errors = [s.error for s in sources if s.error]
             items.append(
                 {

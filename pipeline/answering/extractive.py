@@ -37,13 +37,18 @@ NO_EVIDENCE_TEXT = "The sources in this notebook do not answer this question."
 
 @dataclass(frozen=True)
 class Quote:
-    """A chosen sentence: ``text`` is exactly ``evidence.text[start:end]``."""
+    """A chosen sentence: ``text`` is exactly ``evidence.text[start:end]``.
+
+    ``coverage`` is the IDF-weighted share of the question's terms in the sentence, ``support``
+    the plain share of the question's terms found anywhere in the sentence's chunk.
+    """
 
     evidence: EvidenceItem
     start: int
     end: int
     score: float
     coverage: float
+    support: float
 
     @property
     def text(self) -> str:
@@ -54,16 +59,18 @@ class Quote:
 class ExtractiveSettings:
     """Knobs of sentence selection; the defaults are the calibrated ones.
 
-    ``min_coverage``: IDF-weighted share of the question's content terms that the best sentence
-    must contain, else no_evidence. ``rank_bonus``: added to the sentence score of the top chunk,
-    divided by (1 + rank) for the others. ``follow_ratio``: a further sentence is quoted only when
-    its score reaches this share of the best one.
+    A quote needs ``coverage >= min_coverage`` and ``support >= min_support`` (see ``Quote``):
+    on SQuAD, the chunk-level share separates questions about the notebook from questions about
+    other documents best, while the sentence-level floor stops quoting a sentence that merely
+    sits in a relevant chunk. ``rank_bonus`` is added to the sentence score of the top chunk,
+    divided by (1 + rank) for the others. A further sentence is quoted only when its score
+    reaches ``follow_ratio`` of the best one.
     """
 
     search_limit: int = 8
-    chunks_considered: int = 5
     max_sentences: int = 3
-    min_coverage: float = 0.5
+    min_coverage: float = 0.25
+    min_support: float = 0.55
     rank_bonus: float = 0.1
     follow_ratio: float = 0.85
     min_sentence_terms: int = 3
@@ -114,34 +121,37 @@ class ExtractiveEngine:
 def select_quotes(question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings) -> list[Quote]:
     """The sentences to quote, best first; empty when the evidence does not answer ``question``."""
     question_terms = set(content_terms(question))
+    evidence = _distinct(evidence)
     if not question_terms or not evidence:
         return []
     chunk_terms = [set(content_terms(item.text)) for item in evidence]
     weights = _idf(question_terms, chunk_terms)
     total = math.fsum(weights.values())
     candidates: list[tuple[float, int, int, Quote]] = []
-    for rank, item in enumerate(_distinct(evidence)[: settings.chunks_considered]):
+    for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms)):
+        support = len(question_terms & terms_of_chunk) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])
             if len(terms) < settings.min_sentence_terms:
                 continue
             coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
-            quote = Quote(item, start, end, coverage + bonus, coverage)
+            quote = Quote(item, start, end, coverage + bonus, coverage, support)
             candidates.append((-quote.score, rank, start, quote))
     candidates.sort(key=lambda candidate: candidate[:3])
-    if not candidates or candidates[0][3].coverage < settings.min_coverage:
-        return []
-    best = candidates[0][3]
-    chosen: list[Quote] = [best]
-    said = {_key(best.text)}
-    for _, _, _, quote in candidates[1:]:
-        if len(chosen) == settings.max_sentences or quote.score < settings.follow_ratio * best.score:
+    chosen: list[Quote] = []
+    said: set[str] = set()
+    for _, _, _, quote in candidates:
+        if len(chosen) == settings.max_sentences or chosen and quote.score < settings.follow_ratio * chosen[0].score:
             break
-        if quote.coverage >= settings.min_coverage and _key(quote.text) not in said:
+        if _sufficient(quote, settings) and _key(quote.text) not in said:
             chosen.append(quote)
             said.add(_key(quote.text))
     return chosen
+
+
+def _sufficient(quote: Quote, settings: ExtractiveSettings) -> bool:
+    return quote.coverage >= settings.min_coverage and quote.support >= settings.min_support
 
 
 def _idf(question_terms: set[str], chunk_terms: list[set[str]]) -> dict[str, float]:

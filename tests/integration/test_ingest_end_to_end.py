@@ -38,7 +38,7 @@ def service(request, tmp_path: Path):  # type: ignore[no-untyped-def]
         vault.record("web", "Mozilla on Wikipedia", link=f"{base_url}/wikipedia/source.html")
         vault.record("template", "Template", template=True, file=vault.attach_corpus("pdf/dmca.pdf"))
         vault.record("empty", "Nothing to cite", tags=["x"])
-        broker = stack.enter_context(redis_server(tmp_path)) if request.param == "redis" else ""
+        broker = stack.enter_context(redis_server(tmp_path / "redis")).url if request.param == "redis" else ""
         api = stack.enter_context(running_service(tmp_path, vault.root, vault.table_id, broker))
         yield api
 

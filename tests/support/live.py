@@ -1,6 +1,9 @@
-"""Run the real service (gnosi serve, plus a worker when a broker is given) and talk HTTP to it."""
+"""Run the real service (gnosi serve, worker processes, Redis) and talk HTTP to it."""
 from __future__ import annotations
 
+import os
+import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -11,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from support.services import REPO, celery_worker, free_port, service_env, stop, wait_for_port
+from support.services import REPO, RedisProcess, free_port, redis_server, service_env, stop, wait_for_port
 
 GNOSI = str(Path(sys.executable).parent / "gnosi")
 
@@ -37,34 +40,130 @@ class Api:
     def post(self, path: str, body: Any = None) -> httpx.Response:
         return self.http.post(path, json=body)
 
-    def wait_for_job(self, notebook_id: str, timeout: float = 180) -> dict[str, Any]:
-        """Poll the notebook until its job ended; returns the final notebook detail."""
+    def delete(self, path: str) -> httpx.Response:
+        return self.http.delete(path)
+
+    def create(self, resource_ids: list[str], title: str = "Notebook") -> str:
+        response = self.post("/api/notebooks", {"title": title, "resource_ids": resource_ids})
+        assert response.status_code == 201, response.text
+        return response.json()["id"]
+
+    def wait_for_job(self, notebook_id: str, timeout: float = 180, job_id: str | None = None) -> dict[str, Any]:
+        """Poll until the notebook's (given) job ended; returns the final notebook detail."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             detail = self.get(f"/api/notebooks/{notebook_id}").json()
             job = detail.get("job")
-            if job and job["state"] in ("succeeded", "failed", "cancelled"):
+            if job and job["state"] in ("succeeded", "failed", "cancelled") and job_id in (None, job["id"]):
                 return detail
             time.sleep(0.3)
         raise TimeoutError(f"ingestion of {notebook_id} did not finish: {detail}")
 
+    def wait_until(self, notebook_id: str, predicate, timeout: float = 120) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            detail = self.get(f"/api/notebooks/{notebook_id}").json()
+            if predicate(detail):
+                return detail
+            time.sleep(0.2)
+        raise TimeoutError(f"condition not reached for {notebook_id}: {detail}")
+
+
+class Deployment:
+    """One instance: its LOCAL_DATA, `gnosi serve`, and worker processes the test controls."""
+
+    def __init__(self, stack: ExitStack, tmp: Path, vault: Path, table_id: str, broker_url: str,
+                 **settings: str) -> None:
+        self.stack = stack
+        self.tmp = tmp
+        self.env = service_env(tmp / "local-data", vault, table_id, broker_url)
+        self.env.update(settings)
+        self.env["GNOSI_PORT"] = str(free_port())
+        self.token = add_user(self.env, "alice", "lab", "editor")
+        self.workers: dict[str, subprocess.Popen] = {}
+        self.broker: RedisProcess | None = None
+        self.api = Api(f"http://127.0.0.1:{self.env['GNOSI_PORT']}", self.token)
+
+    @property
+    def database(self) -> Path:
+        return Path(self.env["LOCAL_DATA"]) / "system" / "notebooks.sqlite3"
+
+    def query(self, sql: str, *args: Any) -> list[tuple]:
+        with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=30) as conn:
+            return conn.execute(sql, args).fetchall()
+
+    def start_web(self) -> None:
+        log = (self.tmp / "serve.log").open("ab")
+        self.stack.callback(log.close)
+        process = subprocess.Popen([GNOSI, "serve"], env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        self.stack.callback(stop, process)
+        try:
+            wait_for_port(int(self.env["GNOSI_PORT"]), timeout=60)
+        except TimeoutError:
+            raise RuntimeError((self.tmp / "serve.log").read_text(errors="replace")) from None
+
+    def start_worker(self, name: str, queues: str = "coordinator,extract", *, beat: bool = False,
+                     concurrency: int = 1, cwd: Path = REPO, **env: str) -> subprocess.Popen:
+        """A real `celery worker` process in its own session (so a test can SIGKILL the group)."""
+        log_path = self.tmp / f"worker-{name}.log"
+        command = [
+            sys.executable, "-m", "celery", "-A", "tasks.worker", "worker", "-Q", queues, "-c", str(concurrency),
+            "--loglevel", "INFO", "-n", f"{name}-{time.monotonic_ns()}@%h", *(["-B", "-s", str(self.tmp / f"beat-{name}")] if beat else []),
+        ]
+        offset = log_path.stat().st_size if log_path.exists() else 0
+        with log_path.open("ab") as log:
+            process = subprocess.Popen(
+                command, env={**self.env, **env, "PYTHONPATH": str(REPO)}, cwd=cwd, stdout=log,
+                stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        self.stack.callback(self.kill_worker, name)
+        deadline = time.monotonic() + 60
+        while b"ready." not in log_path.read_bytes()[offset:]:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("worker did not start:\n" + log_path.read_text(errors="replace"))
+            time.sleep(0.2)
+        self.workers[name] = process
+        return process
+
+    def kill_worker(self, name: str, sig: int = signal.SIGTERM) -> None:
+        process = self.workers.pop(name, None)
+        if process is None or process.poll() is not None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+    def extract_calls(self) -> int:
+        """Extractor calls, counted from the workers' own logs of received extract tasks."""
+        return sum(
+            1
+            for path in self.tmp.glob("worker-*.log")
+            for line in path.read_text(errors="replace").splitlines()
+            if "Task extract_source[" in line and "received" in line
+        )
+
+
+@contextmanager
+def deployment(tmp: Path, vault: Path, table_id: str, *, redis: bool = True, **settings: str) -> Iterator[Deployment]:
+    with ExitStack() as stack:
+        broker = stack.enter_context(redis_server(tmp / "redis")) if redis else None
+        deploy = Deployment(stack, tmp, vault, table_id, broker.url if broker else "", **settings)
+        deploy.broker = broker
+        yield deploy
+
 
 @contextmanager
 def running_service(tmp: Path, vault: Path, table_id: str, broker_url: str = "") -> Iterator[Api]:
-    """`gnosi serve` on a free port; with a broker URL also a separate `celery worker` process."""
-    env = service_env(tmp / "local-data", vault, table_id, broker_url)
-    token = add_user(env, "alice", "lab", "editor")
-    port = free_port()
-    env["GNOSI_PORT"] = str(port)
+    """`gnosi serve` on a free port; with a broker URL also a separate worker process."""
     with ExitStack() as stack:
-        log = (tmp / "serve.log").open("wb")
-        stack.callback(log.close)
-        serve = subprocess.Popen([GNOSI, "serve"], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-        stack.callback(stop, serve)
+        deploy = Deployment(stack, tmp, vault, table_id, broker_url)
+        deploy.start_web()
         if broker_url:
-            stack.enter_context(celery_worker(env, tmp / "worker.log"))
-        try:
-            wait_for_port(port, timeout=60)
-        except TimeoutError:
-            raise RuntimeError((tmp / "serve.log").read_text(errors="replace")) from None
-        yield Api(f"http://127.0.0.1:{port}", token)
+            deploy.start_worker("main", concurrency=2)
+        yield deploy.api

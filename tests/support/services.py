@@ -58,44 +58,45 @@ def stop(process: subprocess.Popen, timeout: float = 20.0) -> None:
         process.wait()
 
 
-@contextmanager
-def redis_server(workdir: Path) -> Iterator[str]:
-    """A throwaway redis-server on a free port (never the machine's shared one)."""
-    binary = shutil.which("redis-server")
-    require(binary is not None, "redis-server is not installed")
-    port = free_port()
-    process = subprocess.Popen(
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-         "--dir", str(workdir)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        wait_for_port(port)
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        stop(process)
+class RedisProcess:
+    """A throwaway, in-memory redis-server on a free port (never the machine's shared one)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.port = free_port()
+        self.workdir = workdir
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        self.process = subprocess.Popen(
+            [shutil.which("redis-server") or "redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
+             "--save", "", "--appendonly", "no", "--dir", str(self.workdir)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for_port(self.port)
+
+    def stop(self) -> None:
+        if self.process is not None:
+            stop(self.process)
+            self.process = None
+
+    def restart(self) -> None:
+        """Without persistence a restart loses every queued message: what a crash does."""
+        self.stop()
+        self.start()
 
 
 @contextmanager
-def celery_worker(env: dict[str, str], log_path: Path, queues: str = "coordinator,extract",
-                  concurrency: int = 2) -> Iterator[subprocess.Popen]:
-    """A real `celery worker` process (prefork), ready when it logs 'ready'."""
-    command = [
-        sys.executable, "-m", "celery", "-A", "tasks.worker", "worker", "-Q", queues,
-        "-c", str(concurrency), "--loglevel", "INFO", "-n", f"test-{time.monotonic_ns()}@%h",
-    ]
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(command, env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+def redis_server(workdir: Path) -> Iterator[RedisProcess]:
+    require(shutil.which("redis-server") is not None, "redis-server is not installed")
+    server = RedisProcess(workdir)
+    server.start()
     try:
-        deadline = time.monotonic() + 60
-        while b"ready." not in log_path.read_bytes():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError("worker did not start:\n" + log_path.read_text(errors="replace"))
-            time.sleep(0.2)
-        yield process
+        yield server
     finally:
-        stop(process)
+        server.stop()
 
 
 def service_env(local_data: Path, vault: Path, table_id: str, broker_url: str = "") -> dict[str, str]:

@@ -1,0 +1,166 @@
+"""Durable ingestion with real Redis and real worker processes: coalescing, cancellation,
+recovery after SIGKILL and after a Redis restart, incremental reuse, retry, stale, removal."""
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+
+import pytest
+import redis
+
+from support.live import Deployment, deployment
+from support.services import CORPUS
+from support.vault import VaultBuilder
+
+pytestmark = pytest.mark.integration
+
+FAST = {"GNOSI_JOB_LEASE_SECONDS": "3", "GNOSI_SWEEP_INTERVAL_SECONDS": "1"}
+BIG_COPIES = 16
+
+
+def big_vault(tmp: Path) -> VaultBuilder:
+    """One small PDF plus many records sharing a 117-page PDF, so a job takes a few seconds."""
+    vault = VaultBuilder(tmp / "vault")
+    vault.pdf_record("dmca", "dmca.pdf")
+    big = vault.attach_corpus("pdf/GeoTopo-komprimiert.pdf")
+    for i in range(BIG_COPIES):
+        vault.record(f"big-{i:02d}", f"Lecture notes {i}", file=big)
+    return vault
+
+
+def big_ids() -> list[str]:
+    return [f"big-{i:02d}" for i in range(BIG_COPIES)]
+
+
+def job_rows(d: Deployment, notebook_id: str) -> list[tuple]:
+    return d.query("SELECT id, state FROM jobs WHERE notebook_id = ? ORDER BY created_at", notebook_id)
+
+
+def test_twenty_rapid_refreshes_coalesce(tmp_path: Path) -> None:
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id) as d:
+        d.start_web()
+        d.start_worker("w", concurrency=2)
+        notebook_id = d.api.create(["dmca", *big_ids()[:4]])
+        outcomes = [d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] for _ in range(20)]
+        assert set(outcomes) == {"coalesced"}
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] == "succeeded" and not nb["job"]["rerun_requested"])
+        d.api.wait_until(notebook_id, lambda nb: all(state == "succeeded" for _, state in job_rows(d, notebook_id)))
+        assert len(job_rows(d, notebook_id)) <= 2
+
+
+def test_cancel_mid_job_keeps_the_last_complete_revision(tmp_path: Path) -> None:
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id) as d:
+        d.start_web()
+        d.start_worker("w")
+        notebook_id = d.api.create(["dmca"])
+        first = d.api.wait_for_job(notebook_id)["active_revision"]
+        d.api.post(f"/api/notebooks/{notebook_id}/sources", {"resource_ids": big_ids()})
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] == "running" and nb["job"]["done"] >= 1)
+        cancelled = d.api.post(f"/api/notebooks/{notebook_id}/refresh/cancel")
+        assert cancelled.status_code == 202 and cancelled.json()["job"]["state"] in ("cancelling", "cancelled")
+        detail = d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] == "cancelled")
+        assert detail["active_revision"] == first
+        assert d.query("SELECT state FROM revisions WHERE number = 2") == [("cancelled",)]
+        hit = d.api.get(f"/api/notebooks/{notebook_id}/search", q="notice and takedown").json()["results"][0]
+        assert hit["revision_id"] == first["id"]
+        sources = {i["resource_id"]: i["state"] for i in d.api.get(f"/api/notebooks/{notebook_id}/sources").json()["items"]}
+        assert sources["dmca"] == "available" and sources["big-00"] == "pending"
+
+
+def test_cancelling_the_first_ingestion_blocks_until_a_refresh_succeeds(tmp_path: Path) -> None:
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id) as d:
+        d.start_web()
+        d.start_worker("w")
+        notebook_id = d.api.create(big_ids())
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 1)
+        d.api.post(f"/api/notebooks/{notebook_id}/refresh/cancel")
+        detail = d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] == "cancelled")
+        assert detail["active_revision"] is None
+        blocked = d.api.get(f"/api/notebooks/{notebook_id}/search", q="Torus")
+        assert blocked.status_code == 409 and blocked.json()["code"] == "NO_ACTIVE_REVISION"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
+
+
+def test_sigkilled_worker_mid_job_then_restart_finishes_without_duplicates(tmp_path: Path) -> None:
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id, **FAST) as d:
+        d.start_web()
+        d.start_worker("first", beat=True)
+        notebook_id = d.api.create(["dmca", *big_ids()])
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 2)
+        d.kill_worker("first", signal.SIGKILL)
+        d.start_worker("second", beat=True)
+        detail = d.api.wait_for_job(notebook_id, timeout=240)
+        assert detail["job"]["state"] == "succeeded"
+        revision_id = detail["active_revision"]["id"]
+        states = d.query("SELECT state, count(*) FROM sources WHERE revision_id = ? GROUP BY state", revision_id)
+        assert states == [("available", BIG_COPIES + 1)]
+        per_source = d.query(
+            "SELECT count(*), count(DISTINCT ordinal) FROM chunks WHERE revision_id = ? GROUP BY source_id", revision_id
+        )
+        assert len(per_source) == BIG_COPIES + 1 and all(total == distinct for total, distinct in per_source)
+        assert d.query("SELECT count(*) FROM chunks_fts") == d.query("SELECT count(*) FROM chunks")
+
+
+def test_redis_restart_losing_queued_messages_then_recovery(tmp_path: Path) -> None:
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id, **FAST) as d:
+        assert d.broker is not None
+        d.start_web()
+        notebook_id = d.api.create(["dmca"])
+        assert redis.Redis.from_url(d.broker.url).llen("coordinator") >= 1
+        d.broker.restart()
+        assert redis.Redis.from_url(d.broker.url).llen("coordinator") == 0
+        d.start_worker("w", beat=True)
+        detail = d.api.wait_for_job(notebook_id, timeout=120)
+        assert detail["job"]["state"] == "succeeded" and detail["active_revision"]["number"] == 1
+
+
+def _replace(vault: VaultBuilder, rel_path: str, data: bytes) -> None:
+    (vault.root / rel_path).write_bytes(data)
+
+
+def test_incremental_refresh_retry_stale_and_removal(tmp_path: Path) -> None:
+    vault = VaultBuilder(tmp_path / "vault")
+    for resource_id, pdf in (("dmca", "dmca.pdf"), ("trace", "tracemonkey.pdf"), ("naacl", "naacl06-shinyama.pdf")):
+        vault.pdf_record(resource_id, pdf)
+    with deployment(tmp_path, vault.root, vault.table_id) as d:
+        d.start_web()
+        d.start_worker("w", concurrency=2)
+        notebook_id = d.api.create(["dmca", "trace", "naacl"])
+        d.api.wait_for_job(notebook_id)
+        assert d.extract_calls() == 3
+
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "not_needed"
+
+        _replace(vault, "files/naacl06-shinyama.pdf", (CORPUS / "pdf" / "odf_presentation_01.odp.pdf").read_bytes())
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
+        assert d.extract_calls() == 4
+
+        retry = d.api.post(f"/api/notebooks/{notebook_id}/sources/dmca/refresh").json()
+        assert retry["outcome"] == "queued"
+        d.api.wait_for_job(notebook_id, job_id=retry["job_id"])
+        assert d.extract_calls() == 5
+
+        _replace(vault, "files/tracemonkey.pdf", b"%PDF-1.4 this is no longer a PDF")
+        d.api.post(f"/api/notebooks/{notebook_id}/refresh")
+        detail = d.api.wait_for_job(notebook_id)
+        items = {i["resource_id"]: i for i in d.api.get(f"/api/notebooks/{notebook_id}/sources").json()["items"]}
+        assert items["trace"]["state"] == "stale"
+        assert items["trace"]["sources"][0]["error"]["code"] == "PDF_CORRUPT"
+        hit = d.api.get(f"/api/notebooks/{notebook_id}/search", q="a program follows a path that cannot be compiled into a trace").json()["results"][0]
+        assert hit["resource_id"] == "trace" and hit["locator"]["page"] == 6
+
+        dmca_hit = d.api.get(f"/api/notebooks/{notebook_id}/search", q="notice and takedown procedure").json()["results"][0]
+        assert dmca_hit["resource_id"] == "dmca"
+        assert d.api.delete(f"/api/notebooks/{notebook_id}/sources/dmca").status_code == 204
+        results = d.api.get(f"/api/notebooks/{notebook_id}/search", q="notice and takedown procedure").json()["results"]
+        assert all(r["resource_id"] != "dmca" for r in results)
+        gone = d.api.get(f"/api/notebooks/{notebook_id}/evidence/{dmca_hit['chunk_id']}", revision=dmca_hit["revision_id"])
+        assert gone.status_code == 404
+        assert d.api.get(f"/api/notebooks/{notebook_id}").json()["active_revision"] == detail["active_revision"]
