@@ -216,11 +216,22 @@ def finish_if_complete(
     if notebook.active_revision_id and _same_evidence(session, notebook, revision):
         revision.state = "audit"
         revision.completed_at = utcnow()
+        _carry_check_times(session, notebook, revision)
     else:
         revisions.activate(session, notebook, revision)
         _mark_members_checked(session, notebook, revision)
     retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
     return Finish("succeeded", _follow_up(session, job, notebook))
+
+
+def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) -> None:
+    """An unchanged check still counts as a check: the TTL restarts from it (evidence is untouched)."""
+    checked = {(s.resource_id, s.field, s.value): s for s in revisions.sources(session, audit.id)}
+    for source in revisions.sources(session, notebook.active_revision_id):
+        newer = checked.get((source.resource_id, source.field, source.value))
+        if newer is not None and newer.checked_at:
+            source.checked_at = newer.checked_at
+            source.etag, source.last_modified = newer.etag, newer.last_modified
 
 
 def _same_evidence(session: Session, notebook: Notebook, revision: Revision) -> bool:

@@ -10,7 +10,7 @@ saw more than single words: phrases and character n-grams).
 
 The answer is refused (status ``no_evidence``) when even the best sentence covers too little of
 the question: quoting a loosely related sentence would look like an answer without being one.
-Thresholds were calibrated on SQuAD v1.1 dev (see ``tests/unit/test_answering_squad.py``).
+Thresholds were calibrated on SQuAD v1.1 dev (see ``tests/unit/test_answering_extractive.py``).
 """
 from __future__ import annotations
 

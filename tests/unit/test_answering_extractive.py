@@ -9,6 +9,7 @@ chunker, FTS5 bm25 and hashing vectors fused by reciprocal rank. A small sample 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import sys
@@ -32,23 +33,23 @@ SQUAD = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qa" 
 CANDIDATES = 100
 
 
-class InMemoryNotebook:
-    """Hybrid search over a few documents, the way ``storage.retrieval.search`` does it."""
+def evidence_items(source_id: str, title: str | None, segments: list[Segment]) -> list[EvidenceItem]:
+    """Chunks of one source, as the server's tools would return them."""
+    return [
+        EvidenceItem(chunk.chunk_id, "rev-1", "res-" + source_id, source_id, chunk.text, chunk.locator, 0.0, title)
+        for chunk in chunk_segments(segments, source_fingerprint=source_id)
+    ]
 
-    def __init__(self, documents: list[dict]) -> None:
-        self.items: list[EvidenceItem] = []
-        for document in documents:
-            for chunk in chunk_segments([Segment(document["text"], {"offset": 0})], source_fingerprint=document["_id"]):
-                self.items.append(
-                    EvidenceItem(
-                        chunk.chunk_id, "rev-1", document["_id"], "src-" + document["_id"],
-                        chunk.text, chunk.locator, 0.0, document["title"],
-                    )
-                )
+
+class InMemoryNotebook:
+    """Hybrid search over a few chunks, the way ``storage.retrieval.search`` does it."""
+
+    def __init__(self, items: list[EvidenceItem]) -> None:
+        self.items = items
         self.by_id = {item.chunk_id: item for item in self.items}
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
-        self.db.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(i, it.text) for i, it in enumerate(self.items)])
+        self.db.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(i, it.text) for i, it in enumerate(items)])
         self.embedder = HashingEmbedder()
         self.vectors = self.embedder.embed([item.text for item in self.items])
 
@@ -65,7 +66,7 @@ class InMemoryNotebook:
         semantic = [str(i) for i in np.argsort(-scores, kind="stable")[:CANDIDATES] if scores[i] > 0]
         fused = reciprocal_rank_fusion([lexical, semantic])[:limit]
         return [
-            EvidenceItem(**{**self.items[int(i)].__dict__, "score": score}) for i, score in fused
+            dataclasses.replace(self.items[int(i)], score=score) for i, score in fused
         ]
 
     def tools(self) -> ToolRegistry:
@@ -123,7 +124,9 @@ def evaluate(
 ) -> Scores:
     """Ask ``per_article`` questions of each indexed article and of each held-out article."""
     paragraphs, questions = load_squad()
-    notebook = InMemoryNotebook([p for title in indexed for p in paragraphs[title]])
+    notebook = InMemoryNotebook(
+        [item for title in indexed for p in paragraphs[title] for item in evidence_items(p["_id"], title, [Segment(p["text"], {"offset": 0})])]
+    )
     scores = Scores()
     for title in indexed:
         for query in questions[title][::stride][:per_article]:

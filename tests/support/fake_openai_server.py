@@ -1,0 +1,148 @@
+"""A scripted OpenAI-compatible chat server that streams exactly what a test tells it to.
+
+Run it as its own process: ``python tests/support/fake_openai_server.py --port P --script S.json
+[--log L.jsonl]``. It serves ``POST /v1/chat/completions`` with ``"stream": true`` as server-sent
+events in OpenAI's ``chat.completion.chunk`` format, ending with ``data: [DONE]``. Request N (from
+0) plays ``turns[N]`` of the script (the last turn repeats when the script runs out); every
+request body is appended to the log as one JSON line, so a test can check what the client sent.
+
+A turn is an object with any of:
+
+* ``"text"``: the assistant content, streamed in pieces of ``"piece_chars"`` characters (default 4).
+  ``{chunk:N}`` becomes the ``chunk_id`` of the N-th item of the latest tool result in the request
+  (tool results are JSON, as the engine renders them); ``{fake_chunk}`` a well-formed chunk id no
+  tool ever returned.
+* ``"tool_calls"``: a list of ``{"name", "arguments"}`` (``arguments``: a JSON string, with the same
+  placeholders), streamed OpenAI-style: ``id`` and ``name`` first, then the arguments in pieces of
+  ``"piece_chars"`` characters, so one call is split over several chunks.
+* ``"status"``: an HTTP error status to answer instead (with an OpenAI-style error body).
+* ``"delay"``: seconds to sleep before each streamed chunk (to test cancellation).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+FAKE_CHUNK_ID = "ch_" + "de4dbeef" * 2 + "0bad"
+
+
+class ScriptedHandler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.0"  # the body ends when the connection closes: no chunked encoding
+    script: list[dict[str, Any]] = []
+    log_path: Path | None = None
+    counter = 0
+    lock = threading.Lock()
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server naming)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
+        with self.lock:
+            turn = self.script[min(type(self).counter, len(self.script) - 1)]
+            type(self).counter += 1
+            if self.log_path:
+                with self.log_path.open("a", encoding="utf-8") as log:
+                    log.write(json.dumps(body) + "\n")
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._error(404, "not found")
+        elif "status" in turn:
+            self._error(turn["status"], "scripted failure")
+        else:
+            self._stream(turn, body)
+
+    def _error(self, status: int, message: str) -> None:
+        payload = json.dumps({"error": {"message": message, "type": "fake", "code": status}}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def _stream(self, turn: dict[str, Any], body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.end_headers()
+        model = body.get("model", "fake")
+        size = int(turn.get("piece_chars", 4))
+        delay = float(turn.get("delay", 0))
+        try:
+            self._send(model, {"role": "assistant", "content": ""}, None, delay)
+            text = _fill(turn.get("text", ""), body)
+            for start in range(0, len(text), size):
+                self._send(model, {"content": text[start : start + size]}, None, delay)
+            calls = turn.get("tool_calls", [])
+            for index, call in enumerate(calls):
+                head = {"index": index, "id": f"call_{index}", "type": "function",
+                        "function": {"name": call["name"], "arguments": ""}}
+                self._send(model, {"tool_calls": [head]}, None, delay)
+                arguments = _fill(call.get("arguments", "{}"), body)
+                for start in range(0, len(arguments), size):
+                    piece = {"index": index, "function": {"arguments": arguments[start : start + size]}}
+                    self._send(model, {"tool_calls": [piece]}, None, delay)
+            self._send(model, {}, "tool_calls" if calls else "stop", delay)
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client went away: that is what cancellation tests do
+
+    def _send(self, model: str, delta: dict[str, Any], finish_reason: str | None, delay: float) -> None:
+        if delay:
+            time.sleep(delay)
+        chunk = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 0,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}],
+        }
+        self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        self.wfile.flush()
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (inherited name)
+        """Stay quiet: tests read the request log, not stderr."""
+
+
+def _fill(template: str, body: dict[str, Any]) -> str:
+    """Replace ``{chunk:N}`` and ``{fake_chunk}`` (see the module docstring)."""
+    text = template.replace("{fake_chunk}", FAKE_CHUNK_ID)
+    if "{chunk:" not in text:
+        return text
+    evidence = _latest_evidence(body.get("messages", []))
+    for index, item in enumerate(evidence):
+        text = text.replace(f"{{chunk:{index}}}", item.get("chunk_id", ""))
+    return text
+
+
+def _latest_evidence(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for message in reversed(messages):
+        if message.get("role") == "tool":
+            try:
+                result = json.loads(message.get("content") or "null")
+            except ValueError:
+                return []
+            items = result if isinstance(result, list) else [result]
+            return [item for item in items if isinstance(item, dict) and "chunk_id" in item]
+    return []
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--script", type=Path, required=True)
+    parser.add_argument("--log", type=Path)
+    args = parser.parse_args()
+    ScriptedHandler.script = json.loads(args.script.read_text(encoding="utf-8"))["turns"]
+    ScriptedHandler.log_path = args.log
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), ScriptedHandler)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+
+
+if __name__ == "__main__":
+    main()
