@@ -89,11 +89,12 @@ class MarkerFilter:
         return MARKER.sub(self._replacement, text)
 
     def _replacement(self, match: regex.Match[str]) -> str:
-        valid = [item for item in (resolve(i, self._registry) for i in _IDS_IN_MARKER.findall(match.group())) if item]
+        items = (resolve(marker_id, self._registry) for marker_id in _IDS_IN_MARKER.findall(match.group()))
+        valid = list(dict.fromkeys(item.chunk_id for item in items if item is not None))
         if not valid:
             return ""
         leading = match.group()[: len(match.group()) - len(match.group().lstrip(" \t"))]
-        return leading + "".join(f"[{item.chunk_id}]" for item in dict.fromkeys(valid))
+        return leading + "".join(f"[{chunk_id}]" for chunk_id in valid)
 
 
 def _safe_cut(text: str) -> int:

@@ -29,6 +29,7 @@ from pipeline.answering.types import (
     done_event,
     token_event,
     tool_event,
+    until_stopped,
 )
 from pipeline.textnorm import fold
 
@@ -93,29 +94,23 @@ class ExtractiveEngine:
         should_stop: Callable[[], bool] = lambda: False,
     ) -> Iterator[AnswerEvent]:
         """Search, then quote; ``history`` is ignored (each question is answered on its own)."""
-        if should_stop():
-            return
+        return until_stopped(self._events(question, tools), should_stop)
+
+    def _events(self, question: str, tools: ToolRegistry) -> Iterator[AnswerEvent]:
         arguments = {"query": question[:MAX_QUERY_CHARS], "limit": self.settings.search_limit}
         evidence = tools.call(SEARCH_NOTEBOOK, arguments)
         yield tool_event(SEARCH_NOTEBOOK, tools.calls[-1].arguments, tools.calls[-1].result_count)
         quotes = select_quotes(question, evidence, self.settings)
         if not quotes:
-            if not should_stop():
-                yield token_event(NO_EVIDENCE_TEXT)
-                yield done_event(NO_EVIDENCE_TEXT, "no_evidence", [])
+            yield token_event(NO_EVIDENCE_TEXT)
+            yield done_event(NO_EVIDENCE_TEXT, "no_evidence", [])
             return
-        parts: list[str] = []
-        citations: list[dict[str, str]] = []
-        for quote in quotes:
-            if should_stop():
-                return
-            part = f"{quote.text} [{quote.evidence.chunk_id}]"
-            yield token_event(part if not parts else " " + part)
+        parts = [f"{quote.text} [{quote.evidence.chunk_id}]" for quote in quotes]
+        for position, (part, quote) in enumerate(zip(parts, quotes)):
+            yield token_event(part if position == 0 else " " + part)
             yield citation_event(quote.evidence.chunk_id, quote.text)
-            parts.append(part)
-            citations.append({"chunk_id": quote.evidence.chunk_id, "quote": quote.text})
-        if not should_stop():
-            yield done_event(" ".join(parts), "answered", citations)
+        citations = [{"chunk_id": quote.evidence.chunk_id, "quote": quote.text} for quote in quotes]
+        yield done_event(" ".join(parts), "answered", citations)
 
 
 def select_quotes(question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings) -> list[Quote]:

@@ -33,6 +33,7 @@ from pipeline.answering.types import (
     done_event,
     token_event,
     tool_event,
+    until_stopped,
 )
 from pipeline.types import PipelineError
 
@@ -45,7 +46,7 @@ class OpenAICompatibleEngine:
 
     The status is ``answered`` when the final text cites at least one validated chunk, else
     ``no_evidence`` (the model's own text is kept: it usually says why it cannot answer).
-    ``should_stop`` is polled between streamed chunks and tool calls, so a stalled endpoint
+    ``should_stop`` is polled between events and between streamed chunks, so a stalled endpoint
     delays the stop by at most ``timeout`` seconds.
     """
 
@@ -80,8 +81,15 @@ class OpenAICompatibleEngine:
         history: list[dict[str, Any]] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> Iterator[AnswerEvent]:
-        if should_stop():
-            return
+        return until_stopped(self._events(question, tools, history, should_stop), should_stop)
+
+    def _events(
+        self,
+        question: str,
+        tools: ToolRegistry,
+        history: list[dict[str, Any]] | None,
+        should_stop: Callable[[], bool],
+    ) -> Iterator[AnswerEvent]:
         messages = initial_messages(question, history)
         search = ToolCall(
             _PREFETCH_CALL_ID,
@@ -100,7 +108,7 @@ class OpenAICompatibleEngine:
                 with closing(stream_chunks(client, self.url, payload, self._headers)) as chunks:
                     for chunk in chunks:
                         if should_stop():
-                            return
+                            return  # also when nothing is shown yet (a marker being held back)
                         for choice in chunk.get("choices") or []:
                             delta = choice.get("delta") or {}
                             if content := delta.get("content"):
@@ -114,15 +122,11 @@ class OpenAICompatibleEngine:
                     break
                 messages.append(_assistant_message("".join(round_text), calls))
                 for position, call in enumerate(calls):
-                    if should_stop():
-                        return
                     if position < MAX_CALLS_PER_ROUND:
                         yield self._run_tool(call, tools, messages)
                     else:
                         error = render_error("TOO_MANY_TOOL_CALLS", f"At most {MAX_CALLS_PER_ROUND} calls per turn.")
                         messages.append(_tool_message(call, error))
-        if should_stop():
-            return
         if tail := marker_filter.flush():
             shown.append(tail)
             yield token_event(tail)

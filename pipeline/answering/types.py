@@ -9,6 +9,7 @@ returned during the turn was invented (by a model, or by text inside a source) a
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -158,6 +159,21 @@ class AnswerEngine(Protocol):
         history: list[dict[str, Any]] | None = None,
         should_stop: Callable[[], bool] = lambda: False,
     ) -> Iterator[AnswerEvent]: ...
+
+
+def until_stopped(events: Iterator[AnswerEvent], should_stop: Callable[[], bool]) -> Iterator[AnswerEvent]:
+    """Pass ``events`` on until ``should_stop()`` turns true, then close them and yield nothing.
+
+    ``should_stop`` is asked before each event is produced and again before it is passed on, so
+    no work starts after a stop and no event computed before it leaks out. Closing the inner
+    generator runs its cleanup (an engine's open HTTP stream is released at once).
+    """
+    with closing(events):
+        while not should_stop():
+            event = next(events, None)
+            if event is None or should_stop():
+                return
+            yield event
 
 
 _JSON_TYPES: dict[str, tuple[type, ...]] = {

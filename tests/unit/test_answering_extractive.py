@@ -1,11 +1,12 @@
-"""Quality of the extractive engine on SQuAD v1.1 dev, through a real in-memory hybrid index.
+"""The extractive engine on real text, through a real in-memory hybrid index.
 
-Two numbers matter and pull against each other: (a) when the question's paragraph is in the
-notebook, the cited sentence should contain the gold answer; (b) when the question's article is
-not in the notebook, the engine should refuse (``no_evidence``). Only the question text reaches the
-engine (the gold answers are query metadata: leakage). The index mirrors ``storage.retrieval``:
-chunker, FTS5 bm25 and hashing vectors fused by reciprocal rank. A small sample runs as a test;
-``python tests/unit/test_answering_squad.py ARTICLES`` runs the larger calibration.
+The index mirrors ``storage.retrieval``: chunker, FTS5 bm25 and hashing vectors fused by
+reciprocal rank. Behaviour is checked on the DMCA summary PDF (through the PDF extractor);
+quality on SQuAD v1.1 dev, where two numbers pull against each other: (a) when the question's
+paragraph is in the notebook, the cited sentence should contain the gold answer; (b) when the
+question's article is not, the engine should refuse. Only the question text reaches the engine
+(gold answers are query metadata: leakage). A sample runs as a test;
+``python tests/unit/test_answering_extractive.py ARTICLES`` runs the larger calibration.
 """
 from __future__ import annotations
 
@@ -14,22 +15,23 @@ import json
 import sqlite3
 import sys
 from collections import defaultdict
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from pipeline.answering.extractive import ExtractiveEngine
-from pipeline.answering.tools import notebook_tools
-from pipeline.answering.types import EvidenceItem, ToolRegistry
+from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine
+from pipeline.answering.tools import SEARCH_NOTEBOOK, notebook_tools
+from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
 from pipeline.chunker import chunk_segments
 from pipeline.embedder import HashingEmbedder
+from pipeline.extractors import extract
 from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
 from pipeline.types import Segment
 
-SQUAD = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qa" / "squad_v1.1_dev"
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+SQUAD = CORPUS / "qa" / "squad_v1.1_dev"
 CANDIDATES = 100
 
 
@@ -46,58 +48,116 @@ class InMemoryNotebook:
 
     def __init__(self, items: list[EvidenceItem]) -> None:
         self.items = items
-        self.by_id = {item.chunk_id: item for item in self.items}
+        self.by_id = {item.chunk_id: item for item in items}
         self.db = sqlite3.connect(":memory:")
         self.db.execute("CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='unicode61 remove_diacritics 2')")
         self.db.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", [(i, it.text) for i, it in enumerate(items)])
         self.embedder = HashingEmbedder()
-        self.vectors = self.embedder.embed([item.text for item in self.items])
+        self.vectors = self.embedder.embed([item.text for item in items])
 
     def search(self, query: str, limit: int) -> list[EvidenceItem]:
         match = build_match_query(query)
-        lexical = (
-            [str(row[0]) for row in self.db.execute(
-                "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?", (match, CANDIDATES)
-            )]
-            if match
-            else []
-        )
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+        lexical = [str(row[0]) for row in self.db.execute(sql, (match, CANDIDATES))] if match else []
         scores = self.vectors @ self.embedder.embed([query])[0]
         semantic = [str(i) for i in np.argsort(-scores, kind="stable")[:CANDIDATES] if scores[i] > 0]
         fused = reciprocal_rank_fusion([lexical, semantic])[:limit]
-        return [
-            dataclasses.replace(self.items[int(i)], score=score) for i, score in fused
-        ]
+        return [dataclasses.replace(self.items[int(i)], score=score) for i, score in fused]
 
     def tools(self) -> ToolRegistry:
         return notebook_tools(
             search=self.search,
             read=self.by_id.get,
-            inspect=lambda: [{"title": item.title, "resource_id": item.resource_id} for item in self.items],
+            inspect=lambda: [{"title": item.title, "resource_id": item.resource_id} for item in self.items[:1]],
         )
 
 
-@dataclass
-class Scores:
-    on_topic: int = 0
-    answered: int = 0
-    best_sentence_has_gold: int = 0
-    any_sentence_has_gold: int = 0
-    cited_chunk_has_gold: int = 0
-    off_topic: int = 0
-    refused: int = 0
+def final(events: list[AnswerEvent]) -> dict:
+    done = [event for event in events if event.type == "done"]
+    assert len(done) == 1 and events[-1].type == "done"
+    return done[0].data
 
-    def report(self) -> dict[str, float]:
-        on, off = max(self.on_topic, 1), max(self.off_topic, 1)
-        return {
-            "on_topic_questions": self.on_topic,
-            "answered_share": round(self.answered / on, 3),
-            "best_sentence_contains_gold": round(self.best_sentence_has_gold / on, 3),
-            "any_cited_sentence_contains_gold": round(self.any_sentence_has_gold / on, 3),
-            "cited_chunk_contains_gold": round(self.cited_chunk_has_gold / on, 3),
-            "off_topic_questions": self.off_topic,
-            "off_topic_refusal_share": round(self.refused / off, 3),
-        }
+
+@pytest.fixture(scope="module")
+def dmca() -> InMemoryNotebook:
+    extraction = extract((CORPUS / "pdf" / "dmca.pdf").read_bytes(), filename="dmca.pdf")
+    return InMemoryNotebook(evidence_items("dmca", extraction.title, extraction.segments))
+
+
+def test_a_fact_is_answered_with_quotes_taken_from_the_cited_chunks(dmca: InMemoryNotebook) -> None:
+    tools = dmca.tools()
+
+    events = list(ExtractiveEngine().answer("Which president signed the DMCA into law?", tools))
+
+    assert events[0].type == "tool" and events[0].data["name"] == SEARCH_NOTEBOOK
+    assert events[0].data["result_count"] > 0
+    done = final(events)
+    assert done["status"] == "answered"
+    assert "President Clinton on October 28, 1998" in done["citations"][0]["quote"]
+    for citation in done["citations"]:
+        assert citation["quote"] in dmca.by_id[citation["chunk_id"]].text
+        assert tools.seen(citation["chunk_id"]) is not None
+        assert f"{citation['quote']} [{citation['chunk_id']}]" in done["text"]
+    streamed = [event.data for event in events if event.type == "citation"]
+    assert streamed == done["citations"]
+    assert "".join(event.data["text"] for event in events if event.type == "token") == done["text"]
+
+
+def test_another_fact_and_its_page(dmca: InMemoryNotebook) -> None:
+    done = final(list(ExtractiveEngine().answer("Into how many titles is the DMCA divided?", dmca.tools())))
+
+    assert done["status"] == "answered"
+    assert "divided into five titles" in done["citations"][0]["quote"]
+    assert dmca.by_id[done["citations"][0]["chunk_id"]].locator["page"] == 1
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What is the boiling point of liquid nitrogen at sea level?",
+        "Who won the football world cup in 2014?",
+        "Which is the best recipe for a chocolate cake?",
+        "What?",
+    ],
+)
+def test_a_question_the_sources_do_not_answer_is_refused(dmca: InMemoryNotebook, question: str) -> None:
+    tools = dmca.tools()
+
+    events = list(ExtractiveEngine().answer(question, tools))
+
+    assert final(events) == {"text": NO_EVIDENCE_TEXT, "status": "no_evidence", "citations": []}
+    assert [call.name for call in tools.calls] == [SEARCH_NOTEBOOK]  # refused after a real search
+
+
+def test_the_same_question_gets_the_same_answer(dmca: InMemoryNotebook) -> None:
+    question = "What does Title II of the DMCA create limitations on?"
+
+    first = list(ExtractiveEngine().answer(question, dmca.tools()))
+    second = list(ExtractiveEngine().answer(question, dmca.tools()))
+
+    assert first == second
+    assert final(first)["status"] == "answered"
+
+
+def test_nothing_more_is_yielded_once_the_client_has_gone(dmca: InMemoryNotebook) -> None:
+    stop = False
+    events = []
+    for event in ExtractiveEngine().answer("What does Title II of the DMCA create limitations on?", dmca.tools(),
+                                           should_stop=lambda: stop):
+        events.append(event)
+        stop = event.type == "token"
+
+    assert [event.type for event in events] == ["tool", "token"]
+    assert list(ExtractiveEngine().answer("anything", dmca.tools(), should_stop=lambda: True)) == []
+
+
+def test_an_empty_notebook_gives_no_evidence() -> None:
+    tools = notebook_tools(search=lambda query, limit: [], read=lambda chunk_id: None, inspect=list)
+
+    assert final(list(ExtractiveEngine().answer("Who signed it?", tools)))["status"] == "no_evidence"
+
+
+# --- SQuAD calibration -------------------------------------------------------------------------
 
 
 def load_squad() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
@@ -115,54 +175,62 @@ def load_squad() -> tuple[dict[str, list[dict]], dict[str, list[dict]]]:
     return paragraphs, questions
 
 
-def _final(events) -> dict:  # type: ignore[no-untyped-def]
-    return [event for event in events if event.type == "done"][-1].data
-
-
-def evaluate(
-    engine: ExtractiveEngine, indexed: list[str], held_out: list[str], *, per_article: int, stride: int = 1
-) -> Scores:
+def evaluate(indexed: list[str], held_out: list[str], *, per_article: int, stride: int = 1) -> dict[str, float]:
     """Ask ``per_article`` questions of each indexed article and of each held-out article."""
     paragraphs, questions = load_squad()
     notebook = InMemoryNotebook(
-        [item for title in indexed for p in paragraphs[title] for item in evidence_items(p["_id"], title, [Segment(p["text"], {"offset": 0})])]
+        [
+            item
+            for title in indexed
+            for paragraph in paragraphs[title]
+            for item in evidence_items(paragraph["_id"], title, [Segment(paragraph["text"], {"offset": 0})])
+        ]
     )
-    scores = Scores()
+    engine = ExtractiveEngine()
+    counts: dict[str, int] = defaultdict(int)
     for title in indexed:
         for query in questions[title][::stride][:per_article]:
-            done = _final(engine.answer(query["text"], notebook.tools()))
+            done = final(list(engine.answer(query["text"], notebook.tools())))
             gold = query["metadata"]["answers"]
             quotes = [citation["quote"] for citation in done["citations"]]
             chunks = [notebook.by_id[citation["chunk_id"]].text for citation in done["citations"]]
-            scores.on_topic += 1
-            scores.answered += done["status"] == "answered"
-            scores.best_sentence_has_gold += bool(quotes) and any(a in quotes[0] for a in gold)
-            scores.any_sentence_has_gold += any(a in q for a in gold for q in quotes)
-            scores.cited_chunk_has_gold += any(a in c for a in gold for c in chunks)
+            counts["on_topic"] += 1
+            counts["answered"] += done["status"] == "answered"
+            counts["best_sentence"] += bool(quotes) and any(answer in quotes[0] for answer in gold)
+            counts["any_sentence"] += any(answer in quote for answer in gold for quote in quotes)
+            counts["any_chunk"] += any(answer in chunk for answer in gold for chunk in chunks)
     for title in held_out:
         for query in questions[title][::stride][:per_article]:
-            scores.off_topic += 1
-            scores.refused += _final(engine.answer(query["text"], notebook.tools()))["status"] == "no_evidence"
-    return scores
+            counts["off_topic"] += 1
+            counts["refused"] += final(list(engine.answer(query["text"], notebook.tools())))["status"] == "no_evidence"
+    on, off = max(counts["on_topic"], 1), max(counts["off_topic"], 1)
+    return {
+        "on_topic_questions": counts["on_topic"],
+        "answered_share": round(counts["answered"] / on, 3),
+        "best_sentence_contains_gold": round(counts["best_sentence"] / on, 3),
+        "any_cited_sentence_contains_gold": round(counts["any_sentence"] / on, 3),
+        "cited_chunk_contains_gold": round(counts["any_chunk"] / on, 3),
+        "off_topic_questions": counts["off_topic"],
+        "off_topic_refusal_share": round(counts["refused"] / off, 3),
+    }
 
 
 def split_articles(count: int) -> tuple[list[str], list[str]]:
-    """Every other article indexed, the others held out: the same split on every run."""
+    """Of the first ``2 * count`` articles, every other one indexed, the others held out."""
     titles = list(load_squad()[0])[: 2 * count]
     return titles[0::2], titles[1::2]
 
 
 @pytest.mark.skipif(not SQUAD.exists(), reason="SQuAD corpus missing")
-def test_quotes_answers_of_indexed_articles_and_refuses_the_others() -> None:
-    indexed, held_out = split_articles(4)
-
-    report = evaluate(ExtractiveEngine(), indexed, held_out, per_article=40, stride=5).report()
+def test_squad_answers_of_indexed_articles_are_quoted_and_others_refused() -> None:
+    report = evaluate(*split_articles(8), per_article=20, stride=5)
 
     print(report)
-    assert report["best_sentence_contains_gold"] >= 0.55
-    assert report["off_topic_refusal_share"] >= 0.75
+    assert report["best_sentence_contains_gold"] >= 0.5
+    assert report["cited_chunk_contains_gold"] >= 0.6
+    assert report["off_topic_refusal_share"] >= 0.9
 
 
 if __name__ == "__main__":
     articles = int(sys.argv[1]) if len(sys.argv) > 1 else 12
-    print(json.dumps(evaluate(ExtractiveEngine(), *split_articles(articles), per_article=10_000).report(), indent=2))
+    print(json.dumps(evaluate(*split_articles(articles), per_article=10_000), indent=2))
