@@ -142,6 +142,8 @@ def _normalise(text: str) -> _Normalised:
 
 
 def _separator(gap: str, *, before: str, after: str) -> str:
+    if gap == " ":  # by far the most common gap: skip the rules below
+        return gap
     line_breaks = len(_LINE_BREAK.findall(gap))
     if line_breaks >= 2:
         return "\n"

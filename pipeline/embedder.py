@@ -65,47 +65,64 @@ class HashingEmbedder:
         return vectors
 
     def _vector(self, text: str) -> np.ndarray:
-        counts = Counter(_features(fold(text)))
-        if not counts:
+        occurrences = Counter(words(fold(text)))
+        features = [_word_features(word) for word in occurrences]
+        hashes, values = [], []
+        for kind, weight in ((0, _WORD_WEIGHT), (1, _NGRAM_WEIGHT)):
+            kind_hashes, tf = _feature_counts([f[kind] for f in features], list(occurrences.values()))
+            hashes.append(kind_hashes)
+            values.append(weight * np.sqrt(tf))
+        all_hashes = np.concatenate(hashes)
+        if not len(all_hashes):
             return np.zeros(self.dim)
-        hashes = np.fromiter((_hash64(feature) for feature, _ in counts), dtype=np.uint64, count=len(counts))
-        kind_weights = np.fromiter((weight for _, weight in counts), dtype=np.float64, count=len(counts))
-        tf = np.fromiter(counts.values(), dtype=np.float64, count=len(counts))
-        signs = np.where(hashes >> np.uint64(63), -1.0, 1.0)  # the top bit, independent of the bucket
-        values = signs * kind_weights * np.sqrt(tf)
-        slots = (hashes % np.uint64(self.dim)).astype(np.intp)
-        buckets = np.bincount(slots, weights=values, minlength=self.dim)  # adds in input order
+        signs = np.where(all_hashes >> np.uint64(63), -1.0, 1.0)  # the top bit, independent of the bucket
+        slots = (all_hashes % np.uint64(self.dim)).astype(np.intp)
+        buckets = np.bincount(slots, weights=signs * np.concatenate(values), minlength=self.dim)
         norm = math.sqrt(math.fsum((buckets * buckets).tolist()))
         return buckets / norm if norm > 0 else buckets
 
 
-def _features(folded: str) -> Iterator[tuple[str, float]]:
-    """Yield (namespaced feature, weight) for each occurrence; the namespace keeps kinds apart."""
-    for word in words(folded):
-        for run in _SCRIPT_RUNS.finditer(word):
-            if run.lastgroup == "unsegmented":
-                yield from _bigram_features(run.group())
-            elif run.group() not in STOP_WORDS:
-                yield f"w\x1f{run.group()}", _WORD_WEIGHT
-                yield from _ngram_features(run.group())
+def _feature_counts(per_word: list[tuple[int, ...]], word_tf: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct feature hashes (sorted, so the summation order is fixed) and their term frequency."""
+    lengths = [len(hashes) for hashes in per_word]
+    if not sum(lengths):
+        return np.zeros(0, dtype=np.uint64), np.zeros(0)
+    flat = np.fromiter((h for hashes in per_word for h in hashes), dtype=np.uint64, count=sum(lengths))
+    unique, inverse = np.unique(flat, return_inverse=True)
+    tf = np.bincount(inverse, weights=np.repeat(np.asarray(word_tf, dtype=np.float64), lengths))
+    return unique, tf
 
 
-def _bigram_features(run: str) -> Iterator[tuple[str, float]]:
+@lru_cache(maxsize=1 << 16)
+def _word_features(word: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Hashes of one folded word's features (word-like, n-gram), cached: words repeat so much
+    (Zipf) that hashing per word instead of per occurrence makes embedding several times faster."""
+    whole: list[int] = []
+    grams: list[int] = []
+    for run in _SCRIPT_RUNS.finditer(word):
+        if run.lastgroup == "unsegmented":
+            whole.extend(_hash64(f"w\x1f{feature}") for feature in _bigram_features(run.group()))
+        elif run.group() not in STOP_WORDS:
+            whole.append(_hash64(f"w\x1f{run.group()}"))
+            grams.extend(_hash64(f"g\x1f{gram}") for gram in _ngram_features(run.group()))
+    return tuple(whole), tuple(grams)
+
+
+def _bigram_features(run: str) -> Iterator[str]:
     """Characters and character bigrams: a cheap stand-in for word segmentation in CJK or Thai."""
-    yield from ((f"w\x1f{char}", _WORD_WEIGHT) for char in run)
-    yield from ((f"w\x1f{run[i:i + 2]}", _WORD_WEIGHT) for i in range(len(run) - 1))
+    yield from run
+    yield from (run[i:i + 2] for i in range(len(run) - 1))
 
 
-def _ngram_features(word: str) -> Iterator[tuple[str, float]]:
+def _ngram_features(word: str) -> Iterator[str]:
     """Character n-grams of ``<word>``, so inflections and compounds share most features."""
     if word.isdigit() or len(word) > _MAX_NGRAM_WORD:
         return
     padded = f"<{word}>"
     for size in _NGRAM_SIZES:
-        yield from ((f"g\x1f{padded[i:i + size]}", _NGRAM_WEIGHT) for i in range(len(padded) - size + 1))
+        yield from (padded[i:i + size] for i in range(len(padded) - size + 1))
 
 
-@lru_cache(maxsize=1 << 17)
 def _hash64(feature: str) -> int:
     return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
 

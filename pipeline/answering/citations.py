@@ -36,6 +36,7 @@ _CANONICAL = regex.compile(r"\[(ch_[A-Za-z0-9_-]+)\]")
 _MAX_PENDING_MARKER = 400  # an unclosed "[" longer than any marker group is plain text
 _MIN_SIMILARITY = 0.85
 _MIN_BLOCK = 3
+_MAX_FUZZY_QUOTE = 1000  # a longer "quote" is not a sentence: only an exact match counts
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,9 @@ def best_quote(chunk_text: str, claim: str) -> str:
             return chunk_text[span[0] : span[1]]
     claim_terms = set(content_terms(claim))
     spans = sentence_spans(chunk_text) or [(0, len(chunk_text))]
-    start, end = max(spans, key=lambda s: (len(claim_terms.intersection(content_terms(chunk_text[s[0] : s[1]]))), -s[0]))
+    start, end = max(
+        spans, key=lambda s: (len(claim_terms.intersection(content_terms(chunk_text[s[0] : s[1]]))), -s[0])
+    )
     return chunk_text[start:end]
 
 
@@ -161,7 +164,8 @@ def locate_quote(chunk_text: str, quote: str) -> tuple[int, int] | None:
     """The ``(start, end)`` of ``quote`` in ``chunk_text``, ignoring case, accents, spaces and punctuation.
 
     Exact on the squashed texts first; otherwise fuzzy: the difflib matching blocks (of at least
-    3 characters) must cover 85 % of the squashed quote within a span at most 25 % longer than it.
+    3 characters) must cover 85 % of the squashed quote (of at most 1000 characters) within a span at
+    most 25 % longer than it.
     The span returned runs from the first to the last matched character of the chunk.
     """
     haystack, positions = _squash(chunk_text)
@@ -171,6 +175,8 @@ def locate_quote(chunk_text: str, quote: str) -> tuple[int, int] | None:
     found = haystack.find(needle)
     if found >= 0:
         return positions[found], positions[found + len(needle) - 1] + 1
+    if len(needle) > _MAX_FUZZY_QUOTE:
+        return None
     blocks = [
         block
         for block in SequenceMatcher(None, needle, haystack, autojunk=False).get_matching_blocks()

@@ -15,7 +15,7 @@ Thresholds were calibrated on SQuAD v1.1 dev (see ``tests/unit/test_answering_ex
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -96,7 +96,7 @@ class ExtractiveEngine:
         """Search, then quote; ``history`` is ignored (each question is answered on its own)."""
         return until_stopped(self._events(question, tools), should_stop)
 
-    def _events(self, question: str, tools: ToolRegistry) -> Iterator[AnswerEvent]:
+    def _events(self, question: str, tools: ToolRegistry) -> Generator[AnswerEvent, None, None]:
         arguments = {"query": question[:MAX_QUERY_CHARS], "limit": self.settings.search_limit}
         evidence = tools.call(SEARCH_NOTEBOOK, arguments)
         yield tool_event(SEARCH_NOTEBOOK, tools.calls[-1].arguments, tools.calls[-1].result_count)
@@ -106,7 +106,7 @@ class ExtractiveEngine:
             yield done_event(NO_EVIDENCE_TEXT, "no_evidence", [])
             return
         parts = [f"{quote.text} [{quote.evidence.chunk_id}]" for quote in quotes]
-        for position, (part, quote) in enumerate(zip(parts, quotes)):
+        for position, (part, quote) in enumerate(zip(parts, quotes, strict=True)):
             yield token_event(part if position == 0 else " " + part)
             yield citation_event(quote.evidence.chunk_id, quote.text)
         citations = [{"chunk_id": quote.evidence.chunk_id, "quote": quote.text} for quote in quotes]
@@ -123,7 +123,7 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
     weights = _idf(question_terms, chunk_terms)
     total = math.fsum(weights.values())
     candidates: list[tuple[float, int, int, Quote]] = []
-    for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms)):
+    for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
         support = len(question_terms & terms_of_chunk) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):

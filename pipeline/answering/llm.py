@@ -13,10 +13,11 @@ rule holds by construction, costs no extra round trip, and the model may still s
 Tokens are streamed as they arrive, except that ``MarkerFilter`` holds back anything that could
 still become a citation marker, so a marker naming a chunk no tool returned is never shown.
 """
+
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
 from typing import Any
 
@@ -89,7 +90,7 @@ class OpenAICompatibleEngine:
         tools: ToolRegistry,
         history: list[dict[str, Any]] | None,
         should_stop: Callable[[], bool],
-    ) -> Iterator[AnswerEvent]:
+    ) -> Generator[AnswerEvent, None, None]:
         messages = initial_messages(question, history)
         search = ToolCall(
             _PREFETCH_CALL_ID,
@@ -125,12 +126,14 @@ class OpenAICompatibleEngine:
                     if position < MAX_CALLS_PER_ROUND:
                         yield self._run_tool(call, tools, messages)
                     else:
-                        error = render_error("TOO_MANY_TOOL_CALLS", f"At most {MAX_CALLS_PER_ROUND} calls per turn.")
+                        error = render_error(
+                            "TOO_MANY_TOOL_CALLS", f"At most {MAX_CALLS_PER_ROUND} tool calls per model response."
+                        )
                         messages.append(_tool_message(call, error))
         if tail := marker_filter.flush():
             shown.append(tail)
             yield token_event(tail)
-        text = "".join(shown).strip()
+        text = "".join(shown)
         citations = citations_in(text, tools)
         for citation in citations:
             yield citation_event(citation["chunk_id"], citation["quote"])

@@ -67,7 +67,9 @@ def stream_chunks(
         with client.stream("POST", url, json=payload, headers=headers) as response:
             if response.status_code >= 400:
                 detail = response.read().decode("utf-8", "replace")[:200]
-                code = "LLM_UNAVAILABLE" if response.status_code >= 500 or response.status_code == 429 else "LLM_REJECTED"
+                code = (
+                    "LLM_UNAVAILABLE" if response.status_code >= 500 or response.status_code == 429 else "LLM_REJECTED"
+                )
                 raise PipelineError(code, f"The model endpoint answered HTTP {response.status_code}: {detail}")
             for line in response.iter_lines():
                 if not line.startswith("data:"):

@@ -8,9 +8,9 @@ returned during the turn was invented (by a model, or by text inside a source) a
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from contextlib import closing
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from pipeline.types import PipelineError
@@ -161,7 +161,7 @@ class AnswerEngine(Protocol):
     ) -> Iterator[AnswerEvent]: ...
 
 
-def until_stopped(events: Iterator[AnswerEvent], should_stop: Callable[[], bool]) -> Iterator[AnswerEvent]:
+def until_stopped(events: Generator[AnswerEvent, None, None], should_stop: Callable[[], bool]) -> Iterator[AnswerEvent]:
     """Pass ``events`` on until ``should_stop()`` turns true, then close them and yield nothing.
 
     ``should_stop`` is asked before each event is produced and again before it is passed on, so

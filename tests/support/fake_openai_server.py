@@ -76,8 +76,12 @@ class ScriptedHandler(BaseHTTPRequestHandler):
                 self._send(model, {"content": text[start : start + size]}, None, delay)
             calls = turn.get("tool_calls", [])
             for index, call in enumerate(calls):
-                head = {"index": index, "id": f"call_{index}", "type": "function",
-                        "function": {"name": call["name"], "arguments": ""}}
+                head = {
+                    "index": index,
+                    "id": f"call_{index}",
+                    "type": "function",
+                    "function": {"name": call["name"], "arguments": ""},
+                }
                 self._send(model, {"tool_calls": [head]}, None, delay)
                 arguments = _fill(call.get("arguments", "{}"), body)
                 for start in range(0, len(arguments), size):

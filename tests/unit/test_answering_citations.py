@@ -112,8 +112,15 @@ def test_sentences_survive_abbreviations_and_initials() -> None:
 def test_overlong_sentences_are_cut_into_windows_of_exact_text() -> None:
     text = "word " * 300
     spans = sentence_spans(text)
-    assert len(spans) > 1 and all(end - start <= 400 and text[start:end].strip() == text[start:end] for start, end in spans)
+    assert len(spans) > 1 and all(
+        end - start <= 400 and text[start:end].strip() == text[start:end] for start, end in spans
+    )
 
 
 def test_content_terms_fold_accents_drop_stop_words_and_stem() -> None:
-    assert content_terms("What did the Académie FOUNDED in the founding years?") == ["academi", "found", "found", "year"]
+    assert content_terms("What did the Académie FOUNDED in the founding years?") == [
+        "academi",
+        "found",
+        "found",
+        "year",
+    ]

@@ -140,12 +140,11 @@ def test_the_same_question_gets_the_same_answer(dmca: InMemoryNotebook) -> None:
 
 
 def test_nothing_more_is_yielded_once_the_client_has_gone(dmca: InMemoryNotebook) -> None:
-    stop = False
-    events = []
-    for event in ExtractiveEngine().answer("What does Title II of the DMCA create limitations on?", dmca.tools(),
-                                           should_stop=lambda: stop):
-        events.append(event)
-        stop = event.type == "token"
+    events: list[AnswerEvent] = []
+    question = "What does Title II of the DMCA create limitations on?"
+
+    for event in ExtractiveEngine().answer(question, dmca.tools(), should_stop=lambda: events[-1:] != events[:1]):
+        events.append(event)  # the client goes away once it has a second event (the first token)
 
     assert [event.type for event in events] == ["tool", "token"]
     assert list(ExtractiveEngine().answer("anything", dmca.tools(), should_stop=lambda: True)) == []

@@ -9,7 +9,9 @@ from pipeline.answering.types import EvidenceItem, ToolRegistry, ToolSpec
 from pipeline.types import PipelineError
 
 ITEMS = [
-    EvidenceItem(f"ch_{n:020x}", "rev-1", "res-1", "src-1", f"Paragraph {n} about lighthouses and keepers.", {"page": n})
+    EvidenceItem(
+        f"ch_{n:020x}", "rev-1", "res-1", "src-1", f"Paragraph {n} about lighthouses and keepers.", {"page": n}
+    )
     for n in range(60)
 ]
 HIDDEN = EvidenceItem("ch_" + "f" * 20, "rev-1", "res-2", "src-2", "Not selected for this turn.", {"page": 1})

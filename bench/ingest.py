@@ -1,0 +1,111 @@
+"""Ingestion throughput: the raw PDF extractor against the whole pipeline with 1, 2 and 4 workers.
+
+Usage: .venv/bin/python bench/ingest.py [--resources 60]
+
+Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
+compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
+(VmHWM) of any process of an extract worker.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from contextlib import ExitStack
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from pipeline.extractors import extract  # noqa: E402
+from support.live import deployment  # noqa: E402
+from support.services import CORPUS  # noqa: E402
+from support.vault import VaultBuilder  # noqa: E402
+
+PDFS = [
+    "tracemonkey.pdf", "naacl06-shinyama.pdf", "tableformer-2203.00274.pdf", "thoma-creativity-in-ml.pdf",
+    "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf", "i1040nr.pdf", "dmca.pdf",
+    "ca-warn-report.pdf", "odf_presentation_01.odp.pdf", "2023-06-20-PV.pdf",
+]
+
+
+def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
+    pages, started = 0, time.perf_counter()
+    for path in files:
+        pages += extract(path.read_bytes(), filename=path.name).page_count or 0
+    return pages / (time.perf_counter() - started), pages
+
+
+def tree_peak_kib(pid: int) -> int:
+    """Largest VmHWM among a process and its descendants (prefork children do the work)."""
+    peak, todo = 0, [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        peak = max(peak, next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")))
+        todo.extend(int(child) for child in children)
+    return peak
+
+
+def run(workers: int, resources: int, tmp: Path) -> dict[str, float]:
+    vault = VaultBuilder(tmp / "vault")
+    files = [vault.attach_corpus(f"pdf/{name}") for name in PDFS]
+    ids = [vault.record(f"r{i:04d}", f"R {i}", file=files[i % len(files)]) for i in range(resources)]
+    with ExitStack() as stack:
+        d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, OMP_NUM_THREADS="1"))
+        d.start_web()
+        d.start_worker("coordinator", "coordinator", beat=True)
+        extractors = [d.start_worker(f"extract-{i}", "extract") for i in range(workers)]
+        started = time.perf_counter()
+        notebook_id = d.api.create(ids)
+        peaks = [0] * workers
+        while True:
+            job = d.api.get(f"/api/notebooks/{notebook_id}").json()["job"]
+            peaks = [max(p, tree_peak_kib(w.pid)) for p, w in zip(peaks, extractors)]
+            if job["state"] in ("succeeded", "failed", "cancelled"):
+                break
+            time.sleep(0.1)
+        elapsed = time.perf_counter() - started
+        revision = d.api.get(f"/api/notebooks/{notebook_id}").json()["active_revision"]["id"]
+        pages = d.query("SELECT coalesce(sum(page_count), 0) FROM sources WHERE revision_id = ?", revision)[0][0]
+        return {
+            "seconds": elapsed,
+            "pages": pages,
+            "pages_s": pages / elapsed,
+            "resources_s": resources / elapsed,
+            "peak_mib": max(peaks) / 1024,
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--resources", type=int, default=66)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    files = [CORPUS / "pdf" / name for name in PDFS]
+    files = [files[i % len(files)] for i in range(args.resources)]
+    raw, _ = raw_pages_per_second(files)
+    print(f"corpus: {args.resources} resources cycling over {len(PDFS)} PDFs; cores: {os.cpu_count()}")
+    print(f"raw extractor (PDFium page text, one process): {raw:.0f} pages/s\n")
+    print("| extract workers | resources | pages | seconds | pages/s | resources/s | e2e / raw | speed-up | peak MiB per worker |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    base = None
+    for workers, resources in ((1, args.resources), (2, args.resources), (4, args.resources), (1, args.resources * 2)):
+        with tempfile.TemporaryDirectory() as tmp:
+            row = run(workers, resources, Path(tmp))
+        if base is None:
+            base = row["pages_s"]
+        print(
+            f"| {workers} | {resources} | {row['pages']} | {row['seconds']:.1f} | {row['pages_s']:.0f} | "
+            f"{row['resources_s']:.1f} | {row['pages_s'] / raw:.2f} | {row['pages_s'] / base:.2f}x | {row['peak_mib']:.0f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
