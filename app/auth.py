@@ -16,10 +16,14 @@ def current_principal() -> Principal:
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise ApiError(401, "AUTH_REQUIRED", "Send 'Authorization: Bearer <token>'.")
+    g.principal = principal_from_token(token.strip())
+    return g.principal
+
+
+def principal_from_token(token: str) -> Principal:
     services = current_app.extensions["gnosi"]
     with services.db.reader() as session:
-        principal = accounts.principal_for_token(session, services.settings.vault_hash, token.strip())
+        principal = accounts.principal_for_token(session, services.settings.vault_hash, token)
     if principal is None:
         raise ApiError(401, "AUTH_INVALID", "The token is unknown or revoked.")
-    g.principal = principal
     return principal

@@ -42,6 +42,9 @@ class Settings:
     internal_token: str = ""
     job_lease_seconds: int = 300
     sweep_interval_seconds: int = 30
+    llm_base_url: str = ""
+    llm_model: str = ""
+    llm_api_key: str = ""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -67,6 +70,9 @@ class Settings:
             internal_token=env.get("GNOSI_INTERNAL_TOKEN", "").strip(),
             job_lease_seconds=_int(env, "GNOSI_JOB_LEASE_SECONDS", 300),
             sweep_interval_seconds=_int(env, "GNOSI_SWEEP_INTERVAL_SECONDS", 30),
+            llm_base_url=env.get("GNOSI_LLM_BASE_URL", "").strip().rstrip("/"),
+            llm_model=env.get("GNOSI_LLM_MODEL", "").strip(),
+            llm_api_key=env.get("GNOSI_LLM_API_KEY", "").strip(),
         )
 
     @property

@@ -7,10 +7,14 @@ from functools import cached_property
 from flask import current_app
 
 from app.config import Settings
+from pipeline.answering.extractive import ExtractiveEngine
+from pipeline.answering.llm import OpenAICompatibleEngine
+from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
 from storage.db import Database
+from tasks.internal_api import InternalApi
 
 
 @dataclass
@@ -36,6 +40,22 @@ class Services:
             timeout_s=self.settings.fetch_timeout_seconds,
             allowlist=self.settings.url_allowlist,
         )
+
+
+    @cached_property
+    def internal_api(self) -> InternalApi:
+        """Created on first use, so a forked worker child builds its own connection pool."""
+        settings = self.settings
+        return InternalApi(settings.internal_base_url, settings.shared_secret(), settings.attachment_max_bytes)
+
+
+    @cached_property
+    def answer_engine(self) -> AnswerEngine:
+        """The LLM engine when an OpenAI-compatible endpoint is configured, else the offline one."""
+        settings = self.settings
+        if settings.llm_base_url:
+            return OpenAICompatibleEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
+        return ExtractiveEngine()
 
 
 def services() -> Services:

@@ -1,7 +1,8 @@
 """Which revisions a notebook keeps, and deleting the rest (rows, FTS entries, vectors).
 
 Kept: the active revision, the newest N complete ones, the newest M audit revisions (checks that
-found nothing new), and any draft of a job still running. Cancelled and failed drafts were never
+found nothing new), every revision a chat message answered from, and any draft of a job still
+running. Cancelled and failed drafts were never
 visible and go at once. Deleting a revision cascades to its sources, chunks and vectors; the FTS5
 delete trigger removes the index entries.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
+from storage import conversations
 from storage.jobs import ACTIVE_STATES
 from storage.models import AuditOutcome, Job, Notebook, Revision
 
@@ -30,7 +32,8 @@ def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_ke
     ).all()
     complete = [r.id for r in revisions if r.state == "complete"][:completed_keep]
     audit = [r.id for r in revisions if r.state == "audit"][:audit_keep]
-    keep = {notebook.active_revision_id, *running_drafts, *complete, *audit}
+    pinned = conversations.pinned_revisions(session, notebook)
+    keep = {notebook.active_revision_id, *running_drafts, *complete, *audit, *pinned}
     doomed = [r.id for r in revisions if r.id not in keep]
     if doomed:
         session.execute(delete(Revision).where(Revision.id.in_(doomed)))

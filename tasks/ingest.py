@@ -22,7 +22,7 @@ from pipeline.types import PipelineError, SourceRef
 from storage import ingestion, jobs, notebooks
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
-from tasks.internal_api import InternalApi, InternalApiUnavailable
+from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -99,15 +99,16 @@ def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
 def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> dict:
     """Stateless: asks the API instance for job state and bytes; never touches the database."""
     svc = services()
-    settings = svc.settings
-    api = InternalApi(settings.internal_base_url, settings.shared_secret(), settings.attachment_max_bytes)
-    if api.job_state(job_id) in ("cancelling", "cancelled"):
+    api = svc.internal_api
+    source = SourceRef.from_dict(ref)
+    # Attachments learn the job's state from the byte fetch itself; URLs ask first.
+    if source.kind != "attachment" and api.job_state(job_id) in ("cancelling", "cancelled"):
         return SourceResult(source_id, "cancelled").to_dict()
     try:
         result = process_source(
             source_id,
-            SourceRef.from_dict(ref),
-            read_attachment=lambda: api.attachment(source_id),
+            source,
+            read_attachment=lambda: api.attachment(job_id, source_id),
             policy=svc.fetch_policy,
             embedder=svc.embedder,
             validators=validators,
@@ -117,6 +118,8 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
     except Exception as err:  # a bug in one extractor must not stall the whole job
         log.exception("extracting source %s failed", source_id)
         result = SourceResult(source_id, "error", "EXTRACTION_FAILED", f"{type(err).__name__}: {err}"[:500])
+    if result.error_code == "JOB_CANCELLED":
+        result = SourceResult(source_id, "cancelled")
     return result.to_dict()
 
 

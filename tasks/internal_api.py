@@ -13,14 +13,19 @@ class InternalApiUnavailable(Exception):
 
 
 class InternalApi:
+    """One per worker process: the connection pool is reused across tasks (building an httpx
+    client costs more than a small request)."""
+
     def __init__(self, base_url: str, secret: str, max_bytes: int) -> None:
         self.base_url = base_url
-        self.headers = {"Authorization": f"Bearer {secret}"}
         self.max_bytes = max_bytes
+        self.client = httpx.Client(
+            base_url=base_url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {secret}"}, trust_env=False
+        )
 
-    def _get(self, client: httpx.Client, path: str) -> httpx.Response:
+    def _get(self, path: str) -> httpx.Response:
         try:
-            return client.get(self.base_url + path, headers=self.headers)
+            return self.client.get(path)
         except httpx.TransportError as err:
             raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
 
@@ -37,15 +42,16 @@ class InternalApi:
             raise PipelineError("INTERNAL_API_ERROR", f"internal API answered {response.status_code}") from None
 
     def job_state(self, job_id: str) -> str:
-        with httpx.Client(timeout=TIMEOUT) as client:
-            response = self._get(client, f"/internal/jobs/{job_id}")
+        response = self._get(f"/internal/jobs/{job_id}")
         self._raise_for(response)
         return response.json()["state"]
 
-    def attachment(self, source_id: str) -> tuple[bytes, str]:
-        """The attachment's bytes and file name, read by the API instance inside its vault."""
-        with httpx.Client(timeout=TIMEOUT) as client:
-            response = self._get(client, f"/internal/sources/{source_id}/content")
+    def attachment(self, job_id: str, source_id: str) -> tuple[bytes, str]:
+        """The attachment's bytes and file name, read by the API instance inside its vault.
+
+        Raises PipelineError("JOB_CANCELLED") when the job was cancelled meanwhile.
+        """
+        response = self._get(f"/internal/sources/{source_id}/content?job={job_id}")
         self._raise_for(response)
         if len(response.content) > self.max_bytes:
             raise PipelineError("FILE_TOO_LARGE", f"the attachment is over {self.max_bytes} bytes")

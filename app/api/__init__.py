@@ -5,11 +5,14 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
+    from app.api.chat import bp as chat_bp
+    from app.api.chat_ws import register_websocket
     from app.api.internal import bp as internal_bp
     from app.api.notebooks import bp as notebooks_bp
     from app.api.resources import bp as resources_bp
     from app.api.search import bp as search_bp
     from app.api.sources import bp as sources_bp
 
-    for blueprint in (resources_bp, notebooks_bp, sources_bp, search_bp, internal_bp):
+    for blueprint in (resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp):
         app.register_blueprint(blueprint)
+    register_websocket(app)

@@ -37,11 +37,15 @@ def job_state(job_id: str):  # type: ignore[no-untyped-def]
 
 @bp.get("/sources/<source_id>/content")
 def source_content(source_id: str):  # type: ignore[no-untyped-def]
+    """The attachment's bytes; ``?job=`` makes this also the job-state check (one round trip)."""
     svc = services()
     with svc.db.reader() as session:
         source = session.get(Source, source_id)
         if source is None or source.kind != "attachment":
             raise ApiError(404, "SOURCE_NOT_FOUND", "No such attachment source.")
+        job = jobs.get(session, request.args.get("job", ""))
+        if job is not None and job.state in ("cancelling", "cancelled"):
+            raise ApiError(409, "JOB_CANCELLED", "The job of this source was cancelled.")
         rel_path = source.value
     path = resolve_attachment(svc.settings.vault_path, rel_path)
     size = path.stat().st_size

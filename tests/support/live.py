@@ -1,6 +1,7 @@
 """Run the real service (gnosi serve, worker processes, Redis) and talk HTTP to it."""
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sqlite3
@@ -42,6 +43,24 @@ class Api:
 
     def delete(self, path: str) -> httpx.Response:
         return self.http.delete(path)
+
+    def patch(self, path: str, body: Any) -> httpx.Response:
+        return self.http.patch(path, json=body)
+
+    def chat(self, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
+        """POST /api/chat and read the whole event stream: (status, [(event, data), ...])."""
+        events: list[tuple[str, dict[str, Any]]] = []
+        with self.http.stream("POST", "/api/chat", json=body, timeout=120) as response:
+            if response.status_code != 200:
+                response.read()
+                return response.status_code, [("error", response.json())]
+            name = None
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    name = line[len("event: "):]
+                elif line.startswith("data: ") and name:
+                    events.append((name, json.loads(line[len("data: "):])))
+        return 200, events
 
     def create(self, resource_ids: list[str], title: str = "Notebook") -> str:
         response = self.post("/api/notebooks", {"title": title, "resource_ids": resource_ids})
@@ -87,6 +106,10 @@ class Deployment:
     @property
     def database(self) -> Path:
         return Path(self.env["LOCAL_DATA"]) / "system" / "notebooks.sqlite3"
+
+    def user(self, name: str, role: str, workspace: str = "lab") -> Api:
+        """Another account of this instance, as an API client."""
+        return Api(self.api.http.base_url.__str__().rstrip("/"), add_user(self.env, name, workspace, role))
 
     def query(self, sql: str, *args: Any) -> list[tuple]:
         with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=30) as conn:

@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +14,7 @@ from pipeline.chunker import chunk_segments
 from pipeline.extractors import extract
 from pipeline.types import PipelineError
 from support.fake_openai_server import FAKE_CHUNK_ID
-from support.services import REPO, free_port, stop, wait_for_port
+from support.services import REPO, free_port
 
 QUESTION = "Who signed the DMCA into law?"
 SERVER = REPO / "tests" / "support" / "fake_openai_server.py"
@@ -39,24 +36,6 @@ def tools(chunks: list[EvidenceItem]) -> ToolRegistry:
         return sorted(chunks, key=lambda item: -len(words & set(item.text.lower().split())))[:limit]
 
     return notebook_tools(search=search, read={item.chunk_id: item for item in chunks}.get, inspect=list)
-
-
-@pytest.fixture
-def fake_server(tmp_path: Path) -> Iterator[Callable[[list[dict]], tuple[str, Path]]]:
-    """Start the scripted server with the given turns; returns its base URL and request log."""
-    processes: list[subprocess.Popen] = []
-
-    def start(turns: list[dict]) -> tuple[str, Path]:
-        script, log, port = tmp_path / "script.json", tmp_path / "requests.jsonl", free_port()
-        script.write_text(json.dumps({"turns": turns}))
-        command = [sys.executable, str(SERVER), "--port", str(port), "--script", str(script), "--log", str(log)]
-        processes.append(subprocess.Popen(command))
-        wait_for_port(port, timeout=10)
-        return f"http://127.0.0.1:{port}/v1", log
-
-    yield start
-    for process in processes:
-        stop(process, timeout=5)
 
 
 def requests(log: Path) -> list[dict]:

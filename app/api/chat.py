@@ -1,0 +1,127 @@
+"""POST /api/chat (server-sent events) and the notebook's conversation and chat-source views."""
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from flask import Blueprint, Response, stream_with_context
+
+from app.api.access import visible_notebook
+from app.api.views import iso
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import Services, services
+from app.http import json_object
+from app.services.chat_request import READY_STATES, authorize_turn, parse_turn
+from app.services.chat_turn import run_turn
+from app.services.ingest import request_ingest
+from pipeline.types import PipelineError
+from storage import conversations, notebooks, revisions
+from storage.models import User
+from storage.scope import Principal
+
+bp = Blueprint("chat", __name__)
+
+
+def start_turn(
+    svc: Services, principal: Principal, body: dict[str, Any], should_stop: Callable[[], bool]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Validate and authorise (raising ApiError before anything streams), then the event stream.
+
+    Shared by SSE and the websocket, so both transports run the same code path.
+    """
+    turn = parse_turn(body)
+    with svc.db.reader() as session:
+        authorize_turn(session, principal, turn)
+    request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
+    with svc.db.reader() as session:
+        contexts = authorize_turn(session, principal, turn)
+    return _guarded(run_turn(svc, principal, turn, contexts, should_stop))
+
+
+def _guarded(events: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """An engine failure mid-stream (LLM endpoint down) ends the stream with an error event."""
+    try:
+        yield from events
+    except PipelineError as err:
+        yield "error", {"code": err.code, "message": err.message}
+
+
+@bp.post("/api/chat")
+def chat_sse():  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    events = start_turn(services(), principal, json_object(), should_stop=lambda: False)
+
+    def stream() -> Iterator[str]:
+        for event, data in events:
+            yield f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+    return Response(
+        stream_with_context(stream()),
+        mimetype="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+    )
+
+
+@bp.get("/api/notebooks/<notebook_id>/conversation")
+def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
+    """The canonical transcript of the notebook's current mode, as the caller may see it."""
+    principal = current_principal()
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        thread = conversations.thread(session, notebook, principal.user_id, create=False)
+        messages = conversations.messages(session, thread) if thread else []
+        authors = {u.id: u.name for u in session.query(User).filter(User.id.in_({m.author_id for m in messages if m.author_id}))}
+        return {
+            "notebook_id": notebook.id,
+            "mode": notebook.conversation_mode,
+            "read_only": not principal.can_write,
+            "can_clear": notebook.conversation_mode == "private" or notebook.creator_id == principal.user_id,
+            "messages": [
+                {
+                    "id": m.id,
+                    "role": m.role,
+                    "author": {"id": m.author_id, "name": authors.get(m.author_id)} if m.author_id else None,
+                    "text": m.text,
+                    "status": m.status,
+                    "citations": m.citations,
+                    "created_at": iso(m.created_at),
+                }
+                for m in messages
+            ],
+        }
+
+
+@bp.delete("/api/notebooks/<notebook_id>/conversation")
+def clear_conversation(notebook_id: str):  # type: ignore[no-untyped-def]
+    """Private mode: a member clears their own thread. Shared mode: only the creator clears it."""
+    principal = current_principal()
+    with services().db.session() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        if notebook.conversation_mode == "shared" and notebook.creator_id != principal.user_id:
+            raise ApiError(403, "NOT_NOTEBOOK_OWNER", "Only the notebook's creator can clear the shared history.")
+        thread = conversations.thread(session, notebook, principal.user_id, create=False)
+        cleared = conversations.clear(session, thread) if thread else 0
+    return {"cleared": cleared}
+
+
+@bp.get("/api/notebooks/<notebook_id>/chat-sources")
+def chat_sources(notebook_id: str):  # type: ignore[no-untyped-def]
+    """What the caller may attach to a turn: this notebook's available sources, other notebooks."""
+    principal = current_principal()
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        members = set(notebooks.member_ids(session, notebook))
+        sources = [
+            {"id": s.id, "resource_id": s.resource_id, "kind": s.kind, "title": s.title, "state": s.state}
+            for s in (revisions.sources(session, notebook.active_revision_id) if notebook.active_revision_id else [])
+            if s.state in READY_STATES and s.resource_id in members
+        ]
+        others = notebooks.list_visible(session, principal, q=None, page=1, per_page=200).items
+        attachable = [
+            {"id": nb.id, "title": nb.title}
+            for nb in others
+            if nb.id != notebook.id and nb.active_revision_id is not None
+        ]
+    return {"sources": sources, "notebooks": attachable}

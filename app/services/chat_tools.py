@@ -1,0 +1,98 @@
+"""The read-only tools of one chat turn, closed over its authorised, pinned contexts.
+
+Every chunk a tool returns is remembered with the notebook it came from, so a citation can be
+mapped back to a full, server-validated link (notebook, resource, revision, source, locator).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.views import open_url
+from app.extensions import Services
+from app.services.chat_request import READY_STATES, PinnedContext
+from pipeline.answering.tools import notebook_tools
+from pipeline.answering.types import EvidenceItem, ToolRegistry
+from storage import evidence, retrieval, revisions
+from storage.evidence import EvidenceChunk
+
+FILTERED_SEARCH_DEPTH = retrieval.MAX_RESULTS
+
+
+class TurnTools:
+    def __init__(self, svc: Services, contexts: list[PinnedContext]) -> None:
+        self.svc = svc
+        self.contexts = contexts
+        self.found: dict[str, tuple[str, EvidenceChunk]] = {}
+        self.registry: ToolRegistry = notebook_tools(search=self.search, read=self.read, inspect=self.inspect)
+
+    def _item(self, context: PinnedContext, chunk: EvidenceChunk, score: float) -> EvidenceItem:
+        self.found[chunk.chunk_id] = (context.notebook.id, chunk)
+        return EvidenceItem(
+            chunk_id=chunk.chunk_id,
+            revision_id=chunk.revision_id,
+            resource_id=chunk.resource_id,
+            source_id=chunk.source_id,
+            text=chunk.text,
+            locator=chunk.locator,
+            score=score,
+            title=chunk.source_title,
+        )
+
+    @staticmethod
+    def _allowed(context: PinnedContext, chunk: EvidenceChunk) -> bool:
+        return context.source_ids is None or chunk.source_id in context.source_ids
+
+    def search(self, query: str, limit: int) -> list[EvidenceItem]:
+        scored: list[tuple[float, PinnedContext, EvidenceChunk]] = []
+        with self.svc.db.reader() as session:
+            for context in self.contexts:
+                depth = limit if context.source_ids is None else FILTERED_SEARCH_DEPTH
+                hits = retrieval.search(
+                    session, context.notebook, context.revision.id, query, self.svc.embedder, limit=depth
+                )
+                scored.extend((hit.score, context, hit.chunk) for hit in hits if self._allowed(context, hit.chunk))
+        scored.sort(key=lambda entry: (-entry[0], entry[2].chunk_id))
+        return [self._item(context, chunk, score) for score, context, chunk in scored[:limit]]
+
+    def read(self, chunk_id: str) -> EvidenceItem | None:
+        with self.svc.db.reader() as session:
+            for context in self.contexts:
+                chunk = evidence.chunk_in_revision(session, context.notebook, context.revision.id, chunk_id)
+                if chunk is not None and self._allowed(context, chunk):
+                    return self._item(context, chunk, 0.0)
+        return None
+
+    def inspect(self) -> list[dict[str, Any]]:
+        listed = []
+        with self.svc.db.reader() as session:
+            for context in self.contexts:
+                for source in revisions.sources(session, context.revision.id):
+                    if source.state in READY_STATES and (context.source_ids is None or source.id in context.source_ids):
+                        listed.append(
+                            {
+                                "notebook_id": context.notebook.id,
+                                "resource_id": source.resource_id,
+                                "source_id": source.id,
+                                "kind": source.kind,
+                                "title": source.title,
+                                "state": source.state,
+                                "pages": source.page_count,
+                            }
+                        )
+        return listed
+
+    def citation(self, chunk_id: str, quote: str) -> dict[str, Any] | None:
+        """A full citation for an id some tool returned this turn; None for an invented id."""
+        if chunk_id not in self.found or self.registry.seen(chunk_id) is None:
+            return None
+        notebook_id, chunk = self.found[chunk_id]
+        return {
+            "notebook_id": notebook_id,
+            "resource_id": chunk.resource_id,
+            "revision_id": chunk.revision_id,
+            "source_id": chunk.source_id,
+            "chunk_id": chunk.chunk_id,
+            "locator": chunk.locator,
+            "open_url": open_url(notebook_id, chunk),
+            "quote": quote,
+        }

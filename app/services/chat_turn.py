@@ -1,0 +1,72 @@
+"""Run one authorised chat turn: persist the question, stream the engine, persist the answer.
+
+Shared-mode turns of one notebook are serialised by a per-thread lock held for the whole turn, so
+the transcript's order is the order in which turns ran and no answer interleaves with another
+question. (One web process holds the locks; `gnosi serve` runs exactly one.)
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import closing, nullcontext
+from typing import Any
+
+from app.extensions import Services
+from app.services.chat_request import PinnedContext, TurnRequest
+from app.services.chat_tools import TurnTools
+from storage import conversations
+from storage.scope import Principal
+
+HISTORY_MESSAGES = 20
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _thread_lock(thread_id: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(thread_id, threading.Lock())
+
+
+def run_turn(
+    svc: Services,
+    principal: Principal,
+    turn: TurnRequest,
+    contexts: list[PinnedContext],
+    should_stop: Callable[[], bool] = lambda: False,
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Yields (event, data) pairs: token, tool, citation, and finally done."""
+    page = contexts[0].notebook
+    with svc.db.session() as session:
+        thread = conversations.thread(session, page, principal.user_id, create=True)
+    lock = _thread_lock(thread.id) if page.conversation_mode == "shared" else nullcontext()
+    with lock:
+        with svc.db.session() as session:
+            history = [
+                {"role": m.role, "content": m.text} for m in conversations.messages(session, thread)
+            ][-HISTORY_MESSAGES:]
+            conversations.append(session, thread, role="user", author_id=principal.user_id, text=turn.message)
+        tools = TurnTools(svc, contexts)
+        final = None
+        events = svc.answer_engine.answer(turn.message, tools.registry, history=history, should_stop=should_stop)
+        with closing(events):  # type: ignore[arg-type]
+            for event in events:
+                if event.type == "done":
+                    final = event.data
+                elif event.type == "citation":
+                    citation = tools.citation(event.data["chunk_id"], event.data["quote"])
+                    if citation is not None:
+                        yield "citation", citation
+                else:
+                    yield event.type, event.data
+        if final is None:  # stopped: the client went away, nothing more is sent or stored
+            return
+        citations = [
+            cited for c in final["citations"] if (cited := tools.citation(c["chunk_id"], c["quote"])) is not None
+        ]
+        pins = {context.notebook.id: context.revision.id for context in contexts}
+        with svc.db.session() as session:
+            message = conversations.append(
+                session, thread, role="assistant", author_id=None, text=final["text"],
+                status=final["status"], citations=citations, pins=pins,
+            )
+        yield "done", {"message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations}

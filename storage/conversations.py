@@ -1,0 +1,86 @@
+"""Conversation namespaces, append-only transcripts and the revisions messages pin."""
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from storage.models import ConversationThread, Message, Notebook, RevisionPin
+
+
+def principal_for(notebook: Notebook, user_id: str) -> str:
+    """Derived by the server, never chosen by a client: one per member, or one per notebook."""
+    if notebook.conversation_mode == "shared":
+        return f"notebook:{notebook.id}"
+    return f"user:{user_id}"
+
+
+def thread(session: Session, notebook: Notebook, user_id: str, *, create: bool) -> ConversationThread | None:
+    """The caller's thread in the notebook's current mode (created on first use when asked)."""
+    principal = principal_for(notebook, user_id)
+    found = session.scalar(
+        select(ConversationThread).where(
+            ConversationThread.notebook_id == notebook.id,
+            ConversationThread.vault_hash == notebook.vault_hash,
+            ConversationThread.workspace_id == notebook.workspace_id,
+            ConversationThread.mode == notebook.conversation_mode,
+            ConversationThread.principal == principal,
+        )
+    )
+    if found is None and create:
+        found = ConversationThread(
+            vault_hash=notebook.vault_hash,
+            workspace_id=notebook.workspace_id,
+            notebook_id=notebook.id,
+            mode=notebook.conversation_mode,
+            principal=principal,
+        )
+        session.add(found)
+        session.flush()
+    return found
+
+
+def append(
+    session: Session,
+    conversation: ConversationThread,
+    *,
+    role: str,
+    author_id: str | None,
+    text: str,
+    status: str | None = None,
+    citations: list[dict[str, Any]] | None = None,
+    pins: dict[str, str] | None = None,
+) -> Message:
+    message = Message(
+        vault_hash=conversation.vault_hash,
+        workspace_id=conversation.workspace_id,
+        thread_id=conversation.id,
+        role=role,
+        author_id=author_id,
+        text=text,
+        status=status,
+        citations=citations or [],
+    )
+    session.add(message)
+    session.flush()
+    session.add_all(
+        RevisionPin(message_id=message.id, notebook_id=notebook_id, revision_id=revision_id)
+        for notebook_id, revision_id in (pins or {}).items()
+    )
+    return message
+
+
+def messages(session: Session, conversation: ConversationThread) -> list[Message]:
+    return list(
+        session.scalars(select(Message).where(Message.thread_id == conversation.id).order_by(Message.id)).all()
+    )
+
+
+def clear(session: Session, conversation: ConversationThread) -> int:
+    return session.execute(delete(Message).where(Message.thread_id == conversation.id)).rowcount or 0
+
+
+def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
+    """Revisions of ``notebook`` that some message (in any notebook's transcript) answered from."""
+    return set(session.scalars(select(RevisionPin.revision_id).where(RevisionPin.notebook_id == notebook.id)))

@@ -1,0 +1,56 @@
+"""Which sources a new revision reuses and which it extracts again."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pipeline.planning import Observed, PreviousSource, key_of, plan_sources, unchanged
+from pipeline.types import SourceRef
+
+NOW = datetime(2026, 11, 29, 12, 0, 0)
+PDF = SourceRef("r1", "file", "attachment", "files/a.pdf")
+URL = SourceRef("r2", "link", "url", "https://example.org/a")
+
+
+def previous(ref: SourceRef, **values) -> dict:  # type: ignore[no-untyped-def]
+    base = {"source_id": "s-" + ref.resource_id, "state": "available", "fingerprint": "f1", "checked_at": NOW}
+    return {key_of(ref): PreviousSource(**{**base, **values})}
+
+
+def plan(current, prev, **kwargs):  # type: ignore[no-untyped-def]
+    return plan_sources(current, prev, now=NOW, url_ttl_seconds=3600, **kwargs)
+
+
+def test_unchanged_attachment_is_reused() -> None:
+    prev = previous(PDF)
+    plans = plan([Observed(PDF, "f1")], prev)
+    assert [p.action for p in plans] == ["reuse"] and unchanged(plans, prev)
+
+
+def test_changed_attachment_is_extracted() -> None:
+    plans = plan([Observed(PDF, "f2")], previous(PDF))
+    assert [p.action for p in plans] == ["extract"]
+
+
+def test_forced_resource_is_extracted_without_validators() -> None:
+    plans = plan([Observed(PDF, "f1"), Observed(URL)], {**previous(PDF), **previous(URL, etag='"x"')},
+                 force_resource_ids=frozenset({"r2"}))
+    assert [p.action for p in plans] == ["reuse", "extract"]
+    assert plans[1].validators == {}
+
+
+def test_url_within_ttl_is_reused_and_after_ttl_revalidated_with_its_validators() -> None:
+    fresh = previous(URL, etag='"v1"', last_modified="Sun, 29 Nov 2026 10:00:00 GMT", content_hash="h")
+    assert plan([Observed(URL)], fresh)[0].action == "reuse"
+    old = previous(URL, checked_at=NOW - timedelta(hours=2), etag='"v1"', content_hash="h")
+    planned = plan([Observed(URL)], old)[0]
+    assert planned.action == "extract"
+    assert planned.validators == {"etag": '"v1"', "content_hash": "h"}
+
+
+def test_failed_sources_are_retried_and_new_or_removed_sources_are_changes() -> None:
+    assert plan([Observed(PDF, "f1")], previous(PDF, state="error"))[0].action == "extract"
+    stale = plan([Observed(PDF, "f1")], previous(PDF, state="stale"))
+    assert stale[0].action == "reuse"
+    prev = {**previous(PDF), **previous(URL)}
+    assert not unchanged(plan([Observed(PDF, "f1")], prev), prev)
+    assert not unchanged(plan([Observed(PDF, "f1"), Observed(URL)], previous(PDF)), previous(PDF))
