@@ -45,6 +45,10 @@ class Settings:
     llm_base_url: str = ""
     llm_model: str = ""
     llm_api_key: str = ""
+    secret_key: str = ""
+    cookie_secure: bool = False
+    chat_turns_per_minute: int = 20
+    refreshes_per_minute: int = 10
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -73,6 +77,10 @@ class Settings:
             llm_base_url=env.get("GNOSI_LLM_BASE_URL", "").strip().rstrip("/"),
             llm_model=env.get("GNOSI_LLM_MODEL", "").strip(),
             llm_api_key=env.get("GNOSI_LLM_API_KEY", "").strip(),
+            secret_key=env.get("GNOSI_SECRET_KEY", "").strip(),
+            cookie_secure=env.get("GNOSI_COOKIE_SECURE", "") == "1",
+            chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
+            refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
         )
 
     @property
@@ -121,9 +129,14 @@ class Settings:
         Workers on other machines get it through GNOSI_INTERNAL_TOKEN; processes on this machine
         read the same file, so the embedded default needs no configuration.
         """
-        if self.internal_token:
-            return self.internal_token
-        path = self.system_dir / "internal-token"
+        return self.internal_token or self._generated_secret("internal-token")
+
+    def session_key(self) -> str:
+        """Signs dashboard session cookies: GNOSI_SECRET_KEY, or generated once under LOCAL_DATA."""
+        return self.secret_key or self._generated_secret("session-key")
+
+    def _generated_secret(self, name: str) -> str:
+        path = self.system_dir / name
         if not path.exists():
             self.ensure_dirs()
             try:

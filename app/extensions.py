@@ -13,6 +13,7 @@ from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
+from storage.blobs import BlobStore
 from storage.db import Database
 from tasks.internal_api import InternalApi
 
@@ -24,6 +25,10 @@ class Services:
 
     def __post_init__(self) -> None:
         self.db = Database(self.settings.database_path)
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        return BlobStore(self.settings.local_data / "blobs")
 
     @cached_property
     def catalogue(self) -> Catalogue:

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Install the system packages the test suite runs for real (redis-server), when missing.
+# Install the system packages the test suite runs for real (redis-server, chromium), when missing.
 set -euo pipefail
 
 missing=()
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0

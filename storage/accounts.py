@@ -10,11 +10,13 @@ import secrets
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
+from werkzeug.security import check_password_hash, generate_password_hash
 
 from storage.models import ApiToken, Membership, User, Workspace, utcnow
 from storage.scope import ROLES, Principal, Scope
 
 TOKEN_PREFIX = "gn_"
+_DUMMY_HASH = generate_password_hash("not-a-password")
 
 
 def hash_token(token: str) -> str:
@@ -51,16 +53,47 @@ def add_user(
         )
     else:
         membership.role = role
+    return user, issue_token(session, vault_hash, user.id, workspace.id, kind="api")
+
+
+def issue_token(session: Session, vault_hash: str, user_id: str, workspace_id: str, *, kind: str) -> str:
+    """A new random credential for (user, workspace); only its digest is stored."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(
         ApiToken(
-            vault_hash=vault_hash,
-            workspace_id=workspace.id,
-            user_id=user.id,
-            token_hash=hash_token(token),
+            vault_hash=vault_hash, workspace_id=workspace_id, user_id=user_id, token_hash=hash_token(token), kind=kind
         )
     )
-    return user, token
+    return token
+
+
+def set_password(session: Session, vault_hash: str, name: str, password: str) -> bool:
+    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+    if user is None:
+        return False
+    user.password_hash = generate_password_hash(password)
+    return True
+
+
+def sign_in(session: Session, vault_hash: str, name: str, password: str, workspace_name: str | None) -> str | None:
+    """Check a password and open a sign-in session (a revocable token of kind "session").
+
+    The password hash is checked even for unknown users, so timing does not reveal which
+    account names exist.
+    """
+    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+    valid = check_password_hash(user.password_hash if user and user.password_hash else _DUMMY_HASH, password)
+    if user is None or not user.password_hash or not valid:
+        return None
+    query = select(Membership).join(Workspace, Workspace.id == Membership.workspace_id).where(
+        Membership.user_id == user.id, Membership.vault_hash == vault_hash
+    )
+    if workspace_name:
+        query = query.where(Workspace.name == workspace_name)
+    memberships = session.scalars(query.order_by(Workspace.name)).all()
+    if not memberships:
+        return None
+    return issue_token(session, vault_hash, user.id, memberships[0].workspace_id, kind="session")
 
 
 def principal_for_token(session: Session, vault_hash: str, token: str) -> Principal | None:

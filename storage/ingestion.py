@@ -33,6 +33,7 @@ class Finish:
 
     state: str  # job's final state
     follow_up_job_id: str | None = None
+    released_blobs: frozenset[str] = frozenset()
 
 
 def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, PreviousSource]:
@@ -140,12 +141,13 @@ def _audit(session: Session, job: Job, source: Source, outcome: str, detail: str
     )
 
 
-def record_result(session: Session, job: Job, notebook: Notebook, result: SourceResult) -> None:
-    """Store one extract result into the job's draft revision (an unknown source is ignored)."""
+def record_result(session: Session, job: Job, notebook: Notebook, result: SourceResult) -> Source | None:
+    """Store one extract result into the job's draft revision; returns the source it updated
+    (None for a result that is stale, duplicated or cancelled: it is ignored)."""
     source = session.get(Source, result.source_id)
     stale_message = source is None or source.revision_id != job.revision_id or source.state != "indexing"
     if stale_message or result.status == "cancelled":
-        return
+        return None
     now = utcnow()
     _apply_meta(source, result.meta)
     source.checked_at = now
@@ -168,6 +170,7 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
         )
     )
     job.current_resource_id = waiting
+    return source
 
 
 def _carry_previous(
@@ -220,8 +223,8 @@ def finish_if_complete(
     else:
         revisions.activate(session, notebook, revision)
         _mark_members_checked(session, notebook, revision)
-    retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
-    return Finish("succeeded", _follow_up(session, job, notebook))
+    released = retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
+    return Finish("succeeded", _follow_up(session, job, notebook), frozenset(released))
 
 
 def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) -> None:

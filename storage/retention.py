@@ -13,11 +13,12 @@ from sqlalchemy.orm import Session
 
 from storage import conversations
 from storage.jobs import ACTIVE_STATES
-from storage.models import AuditOutcome, Job, Notebook, Revision
+from storage.models import AuditOutcome, Job, Notebook, Revision, Source
 
 
-def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_keep: int) -> list[str]:
-    """Delete what the policy does not keep; returns the deleted revision ids."""
+def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_keep: int) -> set[str]:
+    """Delete what the policy does not keep; returns the content hashes the deleted sources held
+    (their blobs may now be unreferenced)."""
     revisions = session.scalars(
         select(Revision)
         .where(
@@ -35,10 +36,16 @@ def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_ke
     pinned = conversations.pinned_revisions(session, notebook)
     keep = {notebook.active_revision_id, *running_drafts, *complete, *audit, *pinned}
     doomed = [r.id for r in revisions if r.id not in keep]
+    released: set[str] = set()
     if doomed:
+        released = set(
+            session.scalars(
+                select(Source.content_hash).where(Source.revision_id.in_(doomed), Source.content_hash.is_not(None))
+            )
+        )
         session.execute(delete(Revision).where(Revision.id.in_(doomed)))
     _trim_audit_outcomes(session, notebook, audit_keep)
-    return doomed
+    return released
 
 
 def _trim_audit_outcomes(session: Session, notebook: Notebook, audit_keep: int) -> None:

@@ -64,6 +64,18 @@ def sources(session: Session, revision_id: str) -> list[Source]:
     )
 
 
+def source_in(session: Session, notebook: Notebook, revision_id: str, source_id: str) -> Source | None:
+    return session.scalar(
+        select(Source).where(
+            Source.id == source_id,
+            Source.revision_id == revision_id,
+            Source.notebook_id == notebook.id,
+            Source.vault_hash == notebook.vault_hash,
+            Source.workspace_id == notebook.workspace_id,
+        )
+    )
+
+
 def add_source(session: Session, revision: Revision, **values: Any) -> Source:
     source = Source(
         vault_hash=revision.vault_hash,

@@ -16,6 +16,7 @@ from celery import chain, shared_task
 
 from app.extensions import services
 from app.services.current_sources import plan
+from pipeline.catalogue import resolve_attachment
 from pipeline.planning import unchanged
 from pipeline.source_processing import SourceResult, process_source
 from pipeline.types import PipelineError, SourceRef
@@ -85,8 +86,7 @@ def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
             orders = ingestion.start_revision(session, job, notebook, plans)
             finish = None if orders else ingestion.finish_if_complete(session, job, notebook, retention())
     dispatch_orders(job_id, orders)
-    if finish and finish.follow_up_job_id:
-        dispatch_ingest(finish.follow_up_job_id)
+    after_finish(finish)
 
 
 @shared_task(
@@ -127,6 +127,7 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
 def store_extraction(result: dict, job_id: str) -> None:
     """Store one source's result in the draft; the last one activates the revision."""
     svc = services()
+    parsed = SourceResult.from_dict(result)
     with svc.db.session() as session:
         job = jobs.get(session, job_id)
         if job is not None and job.state == "cancelling":
@@ -134,8 +135,33 @@ def store_extraction(result: dict, job_id: str) -> None:
         if job is None or job.state != "running":
             return
         notebook = session.get(Notebook, job.notebook_id)
-        ingestion.record_result(session, job, notebook, SourceResult.from_dict(result))
+        source = ingestion.record_result(session, job, notebook, parsed)
+        keep_bytes = (source.value, source.content_hash) if source and source.kind == "attachment" else None
         jobs.heartbeat(session, job_id, lease())
         finish = ingestion.finish_if_complete(session, job, notebook, retention())
-    if finish and finish.follow_up_job_id:
+    if keep_bytes and parsed.status == "extracted":
+        _keep_attachment_copy(*keep_bytes)
+    after_finish(finish)
+
+
+def _keep_attachment_copy(rel_path: str, sha256: str | None) -> None:
+    """Citations open these exact bytes later, even after the vault file changes."""
+    svc = services()
+    if not sha256:
+        return
+    try:
+        svc.blobs.put_file(resolve_attachment(svc.settings.vault_path, rel_path), sha256)
+    except (PipelineError, OSError):
+        log.warning("could not keep a copy of %s", rel_path)
+
+
+def after_finish(finish: ingestion.Finish | None) -> None:
+    """Outside the transaction: start the coalesced follow-up job and drop unreferenced blobs."""
+    if finish is None:
+        return
+    if finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)
+    if finish.released_blobs:
+        svc = services()
+        with svc.db.reader() as session:
+            svc.blobs.delete_unreferenced(session, set(finish.released_blobs))

@@ -11,13 +11,14 @@ from app.extensions import services
 from storage import ingestion, jobs
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
-from tasks.ingest import dispatch_ingest, dispatch_orders, lease, retention
+from tasks.ingest import after_finish, dispatch_ingest, dispatch_orders, lease, retention
 
 @shared_task(name="sweep_jobs")
 def sweep_jobs() -> int:
     svc = services()
     orders: dict[str, list[ExtractOrder]] = {}
     restart: list[str] = []
+    finished: list[ingestion.Finish | None] = []
     with svc.db.session() as session:
         for job in jobs.recoverable(session, queued_before=utcnow() - lease()):
             if job.state == "cancelling":
@@ -26,15 +27,14 @@ def sweep_jobs() -> int:
                 jobs.heartbeat(session, job.id, lease())
                 orders[job.id] = ingestion.pending_orders(session, job)
                 if not orders[job.id]:  # every result is in: only the activation was lost
-                    finish = ingestion.finish_if_complete(
-                        session, job, session.get(Notebook, job.notebook_id), retention()
-                    )
-                    if finish and finish.follow_up_job_id:
-                        restart.append(finish.follow_up_job_id)
+                    notebook = session.get(Notebook, job.notebook_id)
+                    finished.append(ingestion.finish_if_complete(session, job, notebook, retention()))
             else:
                 restart.append(job.id)
     for job_id, pending in orders.items():
         dispatch_orders(job_id, pending)
     for job_id in restart:
         dispatch_ingest(job_id)
-    return len(orders) + len(restart)
+    for finish in finished:
+        after_finish(finish)
+    return len(orders) + len(restart) + len(finished)

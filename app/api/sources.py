@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from flask import Blueprint
+from flask import Blueprint, request, send_file
 
 from app.api.access import owned_notebook, visible_notebook
 from app.api.views import iso, source_json
@@ -110,3 +110,20 @@ def retry_resource(notebook_id: str, resource_id: str):  # type: ignore[no-untyp
         svc, notebook_id, requested_by=principal.user_id, params={"force_resource_ids": [resource_id]}
     )
     return {"outcome": outcome, "job_id": job.id if job else None}, 202
+
+
+@bp.get("/<notebook_id>/sources/<source_id>/file")
+def source_file(notebook_id: str, source_id: str):  # type: ignore[no-untyped-def]
+    """The exact bytes a revision's attachment source was extracted from (for the PDF viewer)."""
+    principal = current_principal()
+    revision_id = request.args.get("revision", "")
+    svc = services()
+    with svc.db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        source = revisions.source_in(session, notebook, revision_id, source_id)
+        if source is None or source.kind != "attachment" or source.resource_id not in notebooks.member_ids(session, notebook):
+            raise ApiError(404, "SOURCE_NOT_FOUND", "No such attachment source in that revision.")
+        sha256, mime, name = source.content_hash, source.mime, source.value.rsplit("/", 1)[-1]
+    if not sha256 or not svc.blobs.has(sha256):
+        raise ApiError(410, "SOURCE_BYTES_GONE", "The bytes of this source are no longer kept.")
+    return send_file(svc.blobs.path(sha256), mimetype=mime or "application/octet-stream", download_name=name)
