@@ -56,6 +56,30 @@ def user_add(name: str, workspace: str, role: str) -> None:
     click.echo(token)
 
 
+@user.command("password")
+@click.argument("name")
+@click.password_option(prompt="New password", help="Read from the terminal, or from standard input when piped.")
+def user_password(name: str, password: str) -> None:
+    """Set the dashboard password of an existing user."""
+    settings = Settings.from_env()
+    migrate_upgrade(settings.database_path)
+    with Database(settings.database_path).session() as session:
+        if not accounts.set_password(session, settings.vault_hash, name, password):
+            raise click.ClickException(f"no user named {name}")
+    click.echo(f"password of {name} updated")
+
+
+@user.command("revoke")
+@click.argument("token")
+def user_revoke(token: str) -> None:
+    """Revoke an API token at once (it stops working on the next request)."""
+    settings = Settings.from_env()
+    with Database(settings.database_path).session() as session:
+        if not accounts.revoke_token(session, settings.vault_hash, token):
+            raise click.ClickException("unknown or already revoked token")
+    click.echo("token revoked")
+
+
 @main.command()
 @click.option("--threads", default=8, show_default=True, help="Web threads (each websocket holds one).")
 @click.option("--worker-concurrency", default=2, show_default=True, help="Embedded worker processes.")

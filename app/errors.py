@@ -41,7 +41,10 @@ def error_response(status: int, code: str, message: str, **extra: Any):  # type:
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(err: ApiError):  # type: ignore[no-untyped-def]
-        return error_response(err.status, err.code, err.message, **err.extra)
+        response = error_response(err.status, err.code, err.message, **err.extra)
+        if "retry_after" in err.extra:
+            response.headers["Retry-After"] = str(err.extra["retry_after"])
+        return response
 
     @app.errorhandler(PipelineError)
     def _pipeline_error(err: PipelineError):  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from functools import cached_property
 from flask import current_app
 
 from app.config import Settings
+from app.ratelimit import RateLimiter
 from pipeline.answering.extractive import ExtractiveEngine
 from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.answering.types import AnswerEngine
@@ -25,6 +26,10 @@ class Services:
 
     def __post_init__(self) -> None:
         self.db = Database(self.settings.database_path)
+
+    @cached_property
+    def limiter(self) -> RateLimiter:
+        return RateLimiter(self.settings)
 
     @cached_property
     def blobs(self) -> BlobStore:

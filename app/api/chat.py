@@ -34,6 +34,7 @@ def start_turn(
     turn = parse_turn(body)
     with svc.db.reader() as session:
         authorize_turn(session, principal, turn)
+    svc.limiter.hit("chat", principal.user_id)
     request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
     with svc.db.reader() as session:
         contexts = authorize_turn(session, principal, turn)

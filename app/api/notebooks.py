@@ -120,6 +120,7 @@ def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
     svc = services()
     with svc.db.reader() as session:
         owned_notebook(session, principal, notebook_id)
+    svc.limiter.hit("refresh", principal.user_id)
     outcome, job = request_ingest(svc, notebook_id, requested_by=principal.user_id, only_if_changed=True)
     return {"outcome": outcome, "job": job_json(job)}, 202
 

@@ -106,6 +106,7 @@ def retry_resource(notebook_id: str, resource_id: str):  # type: ignore[no-untyp
         notebook = owned_notebook(session, principal, notebook_id)
         if resource_id not in notebooks.member_ids(session, notebook):
             raise ApiError(404, "RESOURCE_NOT_IN_NOTEBOOK", "That resource is not in this notebook.")
+    svc.limiter.hit("refresh", principal.user_id)
     outcome, job = request_ingest(
         svc, notebook_id, requested_by=principal.user_id, params={"force_resource_ids": [resource_id]}
     )

@@ -1,0 +1,35 @@
+/** Words for states, shared by the library and the notebook page. */
+
+export const ACTIVE_JOB_STATES = ["queued", "running", "cancelling"];
+
+export function jobActive(job) {
+  return Boolean(job && ACTIVE_JOB_STATES.includes(job.state));
+}
+
+/** One status line for a notebook: what a reader needs to know before opening it. */
+export function notebookStatus(detail) {
+  const job = detail.job;
+  if (jobActive(job)) {
+    if (job.state === "queued") return "Queued";
+    if (job.state === "cancelling") return "Cancelling";
+    return job.total ? `Indexing ${job.done} of ${job.total}` : "Indexing";
+  }
+  if (detail.active_revision) {
+    if (job && job.state === "failed") return "Ready (last refresh failed)";
+    return "Ready";
+  }
+  if (job && job.state === "cancelled") return "Cancelled before the first index";
+  if (job && job.state === "failed") return "Failed";
+  return "Waiting for sources";
+}
+
+export const VISIBILITY = { private: "Private", workspace: "Workspace" };
+export const MODE = { private: "Private threads", shared: "Shared transcript" };
+
+export const STATE_LABEL = {
+  pending: "Pending",
+  indexing: "Indexing",
+  available: "Available",
+  stale: "Stale",
+  error: "Error",
+};

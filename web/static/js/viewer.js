@@ -1,0 +1,249 @@
+/**
+ * The evidence viewer: what a citation opens. PDFs render in-app (pdf.js, vendored) at the cited
+ * page with the quoted passage highlighted in the text layer; media play from the cited time;
+ * text shows the chunk with the passage marked. Web sources open their original URL instead.
+ */
+import { api, apiBytes, withQuery } from "./api.js";
+import { byRole, h } from "./dom.js";
+
+const PDFJS = new URL("../vendor/pdfjs/pdf.min.mjs", import.meta.url).href;
+const PDFJS_WORKER = new URL("../vendor/pdfjs/pdf.worker.min.mjs", import.meta.url).href;
+const MAX_SCALE = 1.6;
+const EDGE = 40; // characters of a quote's ends used to find it when the middle differs
+
+let pdfjsPromise = null;
+function loadPdfjs() {
+  pdfjsPromise ??= import(PDFJS).then((pdfjs) => {
+    pdfjs.GlobalWorkerOptions.workerSrc = PDFJS_WORKER;
+    return pdfjs;
+  });
+  return pdfjsPromise;
+}
+
+/** Where a citation link leads: the original page for web evidence, else the in-app viewer. */
+export function citationHref(citation) {
+  if (citation.locator && "url" in citation.locator) return citation.open_url || citation.locator.url;
+  const path = `/notebooks/${encodeURIComponent(citation.notebook_id)}/evidence/${encodeURIComponent(citation.chunk_id)}`;
+  return withQuery(path, { revision: citation.revision_id, quote: citation.quote });
+}
+
+export function isWebCitation(citation) {
+  return Boolean(citation.locator && "url" in citation.locator);
+}
+
+/** A short place name: "p. 12 (printed 37)", "1:05", "line 40". */
+export function locatorLabel(locator = {}) {
+  if (locator.page) return `p. ${locator.page}${locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : ""}`;
+  if (locator.start !== undefined) return formatTime(locator.start);
+  if (locator.url) return locator.fragment ? `#${locator.fragment}` : "web page";
+  if (locator.line !== undefined) return `line ${locator.line}`;
+  return "";
+}
+
+function formatTime(seconds) {
+  const total = Math.floor(seconds);
+  const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  const [hours, minutes, secs] = parts.map((n) => String(n).padStart(2, "0"));
+  return total >= 3600 ? `${hours}:${minutes}:${secs}` : `${Number(minutes)}:${secs}`;
+}
+
+/**
+ * Letters and digits only, case- and accent-folded, each mapped back to its place in `parts`:
+ * PDF text layers and extracted text differ in spacing, hyphenation and punctuation.
+ */
+function squash(parts) {
+  let text = "";
+  const origin = [];
+  parts.forEach((part, index) => {
+    for (let offset = 0; offset < part.length; offset += 1) {
+      const folded = part[offset].normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
+      for (const char of folded) {
+        if (/[\p{L}\p{N}]/u.test(char)) {
+          text += char;
+          origin.push([index, offset]);
+        }
+      }
+    }
+  });
+  return { text, origin };
+}
+
+/** [start, end) in squashed `hay` where `needle` is, allowing its middle to differ. */
+function findSpan(hay, needle) {
+  if (!needle) return null;
+  const exact = hay.indexOf(needle);
+  if (exact >= 0) return [exact, exact + needle.length];
+  const head = needle.slice(0, EDGE);
+  const tail = needle.slice(-EDGE);
+  const start = hay.indexOf(head);
+  if (start < 0) {
+    const end = hay.indexOf(tail);
+    return end < 0 ? null : [end, end + tail.length];
+  }
+  const end = hay.indexOf(tail, start + head.length);
+  const limit = start + needle.length * 2 + EDGE;
+  return end >= 0 && end + tail.length <= limit ? [start, end + tail.length] : [start, start + head.length];
+}
+
+/** Mark `quote` inside the text spans pdf.js laid over the page; returns the first mark. */
+function highlightTextLayer(textLayer, quote) {
+  const { text, origin } = squash(textLayer.textContentItemsStr);
+  const span = findSpan(text, squash([quote]).text);
+  if (!span) return null;
+  const ranges = new Map(); // item index -> [first offset, last offset]
+  for (let i = span[0]; i < span[1]; i += 1) {
+    const [item, offset] = origin[i];
+    const range = ranges.get(item);
+    ranges.set(item, range ? [range[0], offset] : [offset, offset]);
+  }
+  let first = null;
+  for (const [item, [from, to]] of ranges) {
+    const div = textLayer.textDivs[item];
+    const value = textLayer.textContentItemsStr[item];
+    const mark = h("mark", { class: "highlight" }, value.slice(from, to + 1));
+    div.replaceChildren(value.slice(0, from), mark, value.slice(to + 1));
+    first ??= mark;
+  }
+  return first;
+}
+
+/** The chunk text with the quote marked (text and web evidence). */
+function markedText(text, quote) {
+  const at = quote ? text.indexOf(quote) : -1;
+  if (at < 0) return h("p", { class: "evidence-text" }, text);
+  return h(
+    "p",
+    { class: "evidence-text" },
+    text.slice(0, at),
+    h("mark", { class: "highlight" }, quote),
+    text.slice(at + quote.length),
+  );
+}
+
+function fileUrl(evidence, notebookId) {
+  return withQuery(
+    `/api/notebooks/${encodeURIComponent(notebookId)}/sources/${encodeURIComponent(evidence.source_id)}/file`,
+    { revision: evidence.revision_id },
+  );
+}
+
+class PdfView {
+  /** `cited`: the citation's locator ({page, page_label}); `quote`: the passage to mark there. */
+  constructor(root, pdf, { cited, quote, title }) {
+    this.root = root;
+    this.pdf = pdf;
+    this.cited = cited;
+    this.quote = quote;
+    this.title = title;
+    this.nav = byRole("viewer-nav", root);
+    this.nav.hidden = pdf.numPages < 2;
+    this.nav.querySelector('[data-action="prev-page"]').onclick = () => this.show(this.pageNumber - 1);
+    this.nav.querySelector('[data-action="next-page"]').onclick = () => this.show(this.pageNumber + 1);
+  }
+
+  async show(pageNumber) {
+    this.pageNumber = Math.min(Math.max(1, pageNumber), this.pdf.numPages);
+    const page = await this.pdf.getPage(this.pageNumber);
+    const body = byRole("viewer-body", this.root);
+    const available = Math.max(280, body.clientWidth - 4);
+    const scale = Math.min(MAX_SCALE, available / page.getViewport({ scale: 1 }).width);
+    const viewport = page.getViewport({ scale });
+    const ratio = window.devicePixelRatio || 1;
+    const canvas = h("canvas", { "aria-hidden": "true" });
+    canvas.width = Math.floor(viewport.width * ratio);
+    canvas.height = Math.floor(viewport.height * ratio);
+    const layer = h("div", { class: "textLayer" });
+    const sheet = h("div", { class: "pdf-page", "data-page-number": String(this.pageNumber) }, canvas, layer);
+    sheet.style.setProperty("--scale-factor", String(scale));
+    sheet.style.width = canvas.style.width = `${Math.floor(viewport.width)}px`;
+    sheet.style.height = canvas.style.height = `${Math.floor(viewport.height)}px`;
+    body.replaceChildren(sheet);
+    this.describe();
+    await page.render({
+      canvasContext: canvas.getContext("2d"),
+      viewport,
+      transform: ratio === 1 ? null : [ratio, 0, 0, ratio, 0, 0],
+    }).promise;
+    const { TextLayer } = await loadPdfjs();
+    const textLayer = new TextLayer({ textContentSource: page.streamTextContent(), container: layer, viewport });
+    await textLayer.render();
+    if (this.pageNumber === this.cited.page && this.quote) {
+      const mark = highlightTextLayer(textLayer, this.quote);
+      sheet.dataset.highlighted = mark ? "true" : "false";
+      mark?.scrollIntoView({ block: "center" });
+    }
+    this.root.dataset.state = "ready";
+  }
+
+  describe() {
+    const label = this.cited.page === this.pageNumber && this.cited.page_label;
+    const printed = label && label !== String(this.pageNumber) ? ` (printed page ${label})` : "";
+    const where = this.pageNumber === this.cited.page ? "cited page" : "not the cited page";
+    byRole("viewer-meta", this.root).replaceChildren(
+      this.title ? h("span", { class: "viewer-title" }, `${this.title} · `) : "",
+      h("strong", { "data-role": "viewer-page-number" }, `Page ${this.pageNumber} of ${this.pdf.numPages}`),
+      `${printed} · ${where}`,
+    );
+    const [prev, next] = this.nav.querySelectorAll("button");
+    prev.disabled = this.pageNumber <= 1;
+    next.disabled = this.pageNumber >= this.pdf.numPages;
+  }
+}
+
+function showMedia(root, evidence, notebookId) {
+  const start = evidence.locator.start;
+  const player = h("video", { controls: true, preload: "metadata", src: `${fileUrl(evidence, notebookId)}#t=${start}` });
+  player.addEventListener("loadedmetadata", () => {
+    if (player.currentTime < start) player.currentTime = start;
+  });
+  byRole("viewer-meta", root).textContent = `Plays from ${formatTime(start)}`;
+  byRole("viewer-body", root).replaceChildren(player, markedText(evidence.text, null));
+}
+
+function showText(root, evidence, quote) {
+  const where = locatorLabel(evidence.locator);
+  byRole("viewer-meta", root).textContent = where ? `Cited passage · ${where}` : "Cited passage";
+  const body = byRole("viewer-body", root);
+  body.replaceChildren(markedText(evidence.text, quote));
+  if (evidence.locator?.url) {
+    body.prepend(h("p", {}, h("a", { href: evidence.open_url, target: "_blank", rel: "noopener noreferrer" }, "Open the original page")));
+  }
+}
+
+/**
+ * Fill a `[data-role=viewer]` element with one citation's evidence.
+ * `target`: {notebookId, chunkId, revisionId, quote?, title?}.
+ */
+export async function showEvidence(root, target) {
+  root.dataset.state = "loading";
+  byRole("viewer-meta", root).textContent = "Loading the cited evidence…";
+  byRole("viewer-body", root).replaceChildren();
+  byRole("viewer-nav", root).hidden = true;
+  const quoteBox = byRole("viewer-quote", root);
+  try {
+    const evidence = await api(
+      withQuery(
+        `/api/notebooks/${encodeURIComponent(target.notebookId)}/evidence/${encodeURIComponent(target.chunkId)}`,
+        { revision: target.revisionId },
+      ),
+    );
+    const quote = target.quote || evidence.text;
+    quoteBox.hidden = false;
+    byRole("viewer-quote-text", root).textContent = quote;
+    const locator = evidence.locator || {};
+    if (locator.page) {
+      const [pdfjs, bytes] = await Promise.all([loadPdfjs(), apiBytes(fileUrl(evidence, target.notebookId))]);
+      const pdf = await pdfjs.getDocument({ data: bytes, isEvalSupported: false }).promise;
+      await new PdfView(root, pdf, { cited: locator, quote, title: target.title || "" }).show(locator.page);
+    } else if (locator.start !== undefined) {
+      showMedia(root, evidence, target.notebookId);
+      root.dataset.state = "ready";
+    } else {
+      showText(root, evidence, quote);
+      root.dataset.state = "ready";
+    }
+  } catch (error) {
+    root.dataset.state = "error";
+    byRole("viewer-meta", root).textContent = `The evidence could not be shown: ${error.message}`;
+  }
+}
