@@ -9,6 +9,7 @@ from celery import shared_task
 
 from app.extensions import services
 from storage import ingestion, jobs
+from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
 from tasks.ingest import after_finish, dispatch_ingest, dispatch_orders, lease, retention
@@ -37,4 +38,6 @@ def sweep_jobs() -> int:
         dispatch_ingest(job_id)
     for finish in finished:
         after_finish(finish)
+    if svc.settings.embedded:
+        purge_consumed(svc.settings.system_dir / "broker.sqlite3")
     return len(orders) + len(restart) + len(finished)

@@ -8,8 +8,9 @@ the turn in progress.
 from __future__ import annotations
 
 import json
+from urllib.parse import urlsplit
 
-from flask import Flask, g
+from flask import Flask, g, request, session
 from flask_sock import ConnectionClosed, Sock
 
 from app.api.chat import start_turn
@@ -18,11 +19,22 @@ from app.errors import ApiError
 from app.extensions import services
 
 
+def _cross_site_cookie_handshake() -> bool:
+    """A browser always sends Origin on a websocket handshake; with cookie auth, another site's
+    page could otherwise open a socket in the user's name (cross-site websocket hijacking).
+    Hosts are compared without ports: cookies are not isolated by port either."""
+    origin = request.headers.get("Origin")
+    uses_cookie = not request.headers.get("Authorization")
+    return bool(uses_cookie and origin and urlsplit(origin).hostname != request.host.rsplit(":", 1)[0].strip("[]"))
+
+
 def register_websocket(app: Flask) -> None:
     sock = Sock(app)
 
     @sock.route("/api/chat/ws")
     def chat_ws(ws) -> None:  # type: ignore[no-untyped-def]
+        if _cross_site_cookie_handshake():
+            session.clear()
         def send(event: str, data: dict) -> None:
             ws.send(json.dumps({"event": event, "data": data}, ensure_ascii=False))
 

@@ -169,3 +169,23 @@ def test_a_revoked_token_stops_working_at_once(world) -> None:
         assert accounts.revoke_token(session, _vault_hash(d), token)
     response = api.get("/api/notebooks")
     assert response.status_code == 401 and response.json()["code"] == "AUTH_INVALID"
+
+
+def test_a_cookie_session_cannot_be_used_by_another_sites_websocket(world) -> None:
+    d = world["d"]
+    with httpx.Client(base_url=str(d.api.http.base_url)) as browser:
+        assert browser.post("/api/session", json={"token": world["tokens"]["creator"]}).status_code == 200
+        cookie = f"gnosi_session={browser.cookies['gnosi_session']}"
+    base = str(d.api.http.base_url).rstrip("/").replace("http://", "ws://")
+    turn = json.dumps({"type": "turn", "notebook_id": world["notebooks"]["private"], "message": "takedown?"})
+    for origin, allowed in (("http://evil.example", False), (str(d.api.http.base_url).rstrip("/"), True)):
+        ws = Client.connect(base + "/api/chat/ws", headers={"Cookie": cookie, "Origin": origin})
+        try:
+            ws.send(turn)
+            first = json.loads(ws.receive(timeout=60))
+        finally:
+            ws.close()
+        if allowed:
+            assert first["event"] != "error", first
+        else:
+            assert first["event"] == "error" and first["data"]["code"] == "AUTH_REQUIRED"

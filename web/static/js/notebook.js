@@ -1,0 +1,170 @@
+/**
+ * The notebook page: sources, chat and settings side by side on wide screens, as tabs on narrow
+ * ones. Only this visible notebook is polled: every 1.5 s while a job runs, every 10 s otherwise,
+ * and the shared transcript every 10 s; a hidden tab polls nothing.
+ */
+import { api } from "./api.js";
+import { byRole, confirmDialog, formatDate, h, pageError } from "./dom.js";
+import { MODE, VISIBILITY, jobActive, notebookStatus } from "./format.js";
+import { Poller } from "./poller.js";
+import { loadTables, renderTablesNav, startPage } from "./shell.js";
+import { ChatPanel } from "./chat.js";
+import { SourcesPanel } from "./sources.js";
+
+const JOB_POLL_MS = 1500;
+const IDLE_POLL_MS = 10000;
+const TRANSCRIPT_POLL_MS = 10000;
+
+/** WAI-ARIA tabs; CSS shows them (and hides inactive panels) only on narrow screens. */
+function setupTabs(initial) {
+  const tabs = [...document.querySelectorAll('[role="tab"]')];
+  const select = (tab, focus = false) => {
+    for (const other of tabs) {
+      const selected = other === tab;
+      other.setAttribute("aria-selected", String(selected));
+      other.tabIndex = selected ? 0 : -1;
+      document.getElementById(other.getAttribute("aria-controls")).classList.toggle("is-current", selected);
+    }
+    if (focus) tab.focus();
+  };
+  for (const tab of tabs) {
+    tab.addEventListener("click", () => select(tab));
+    tab.addEventListener("keydown", (event) => {
+      const index = tabs.indexOf(tab);
+      const target = {
+        ArrowRight: tabs[(index + 1) % tabs.length],
+        ArrowLeft: tabs[(index - 1 + tabs.length) % tabs.length],
+        Home: tabs[0],
+        End: tabs.at(-1),
+      }[event.key];
+      if (target) {
+        event.preventDefault();
+        select(target, true);
+      }
+    });
+  }
+  select(document.getElementById(`tab-${initial}`));
+}
+
+class NotebookPage {
+  constructor() {
+    this.id = document.body.dataset.notebookId;
+    this.settingsForm = byRole("settings-form");
+    this.settingsForm.addEventListener("submit", (event) => this.saveSettings(event));
+    document.querySelector('[data-action="delete-notebook"]').addEventListener("click", () => this.deleteNotebook());
+  }
+
+  get url() {
+    return `/api/notebooks/${encodeURIComponent(this.id)}`;
+  }
+
+  async start() {
+    this.session = await startPage();
+    try {
+      this.detail = await api(`${this.url}?open=1`);
+    } catch (error) {
+      pageError(error);
+      return;
+    }
+    this.sources = new SourcesPanel(this);
+    this.chat = new ChatPanel(this);
+    this.render();
+    setupTabs(this.detail.active_revision ? "chat" : "sources");
+    await Promise.all([this.sources.load(), this.chat.load()]).catch(pageError);
+    this.progress = new Poller(() => this.poll(), () => (jobActive(this.detail.job) ? JOB_POLL_MS : IDLE_POLL_MS));
+    this.transcriptPoller = new Poller(
+      () => this.chat.loadTranscript(),
+      () => (this.detail.conversation_mode === "shared" ? TRANSCRIPT_POLL_MS : null),
+    );
+    this.progress.schedule();
+    this.transcriptPoller.schedule();
+    renderTablesNav(await loadTables());
+  }
+
+  /** Re-read the notebook; reload what a job's progress or a new revision changed. */
+  async poll() {
+    const before = this.detail;
+    try {
+      this.detail = await api(this.url);
+    } catch (error) {
+      pageError(error);
+      throw error;
+    }
+    this.render();
+    const job = (detail) => JSON.stringify(detail.job && [detail.job.id, detail.job.state, detail.job.done, detail.job.current_resource_id]);
+    const revisionChanged = before.active_revision?.id !== this.detail.active_revision?.id;
+    if (job(before) !== job(this.detail) || revisionChanged) await this.sources.load();
+    else this.sources.renderProgress();
+    if (revisionChanged) await this.chat.loadSources();
+    if (before.conversation_mode !== this.detail.conversation_mode) {
+      await this.chat.loadTranscript();
+      this.transcriptPoller.schedule();
+    }
+    this.chat.renderComposer();
+    this.progress?.schedule();
+  }
+
+  render() {
+    const detail = this.detail;
+    document.title = `${detail.title} · Grounded notebooks`;
+    byRole("notebook-title").textContent = detail.title;
+    byRole("notebook-badges").replaceChildren(
+      h("span", { class: "badge" }, VISIBILITY[detail.visibility]),
+      h("span", { class: "badge" }, MODE[detail.conversation_mode]),
+      h("span", { class: "badge badge-status", "data-role": "notebook-status" }, notebookStatus(detail)),
+    );
+    for (const element of document.querySelectorAll(".owner-only")) {
+      if (element.dataset.action !== "cancel") element.hidden = !detail.is_owner;
+    }
+    this.renderSettings();
+  }
+
+  renderSettings() {
+    const { elements } = this.settingsForm;
+    const detail = this.detail;
+    if (document.activeElement?.form !== this.settingsForm) {
+      elements.title.value = detail.title;
+      elements.visibility.value = detail.visibility;
+      elements.conversation_mode.value = detail.conversation_mode;
+    }
+    for (const name of ["title", "visibility", "conversation_mode"]) elements[name].disabled = !detail.is_owner;
+    const revision = detail.active_revision;
+    const facts = [
+      ["Created", formatDate(detail.created_at)],
+      ["Resources", String(detail.resource_count)],
+      ["Index", revision ? `revision ${revision.number}, completed ${formatDate(revision.completed_at)}` : "not built yet"],
+      ["Your access", detail.is_owner ? "creator (manages sources and settings)" : `${this.session.user.role} (read and chat per role)`],
+    ];
+    byRole("facts").replaceChildren(...facts.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+  }
+
+  async saveSettings(event) {
+    event.preventDefault();
+    const data = new FormData(this.settingsForm);
+    const status = byRole("settings-status");
+    try {
+      this.detail = await api(this.url, {
+        method: "PATCH",
+        body: { title: data.get("title"), visibility: data.get("visibility"), conversation_mode: data.get("conversation_mode") },
+      });
+      status.textContent = "Settings saved.";
+      this.render();
+      await this.chat.loadTranscript();
+      this.transcriptPoller.schedule();
+    } catch (error) {
+      status.textContent = error.message;
+    }
+  }
+
+  async deleteNotebook() {
+    if (!(await confirmDialog(byRole("confirm-dialog"), `Delete “${this.detail.title}” and its conversations? This cannot be undone.`))) return;
+    try {
+      await api(this.url, { method: "DELETE" });
+      location.assign("/notebooks");
+    } catch (error) {
+      pageError(error);
+    }
+  }
+}
+
+new NotebookPage().start();
