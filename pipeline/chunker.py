@@ -29,8 +29,11 @@ from pipeline.types import Segment
 # hyphenation points as U+FFFE), zero-width space and BOM. Runs of them separate "pieces" of text.
 _GAP_CHARS = r"\s\x00-\x08\x0e-\x1b\x7f\u00ad\u200b\ufeff\ufffe\uffff"
 _PIECE = re.compile(f"[^{_GAP_CHARS}]+")
+_RULED_GAP = re.compile(f"[{_GAP_CHARS}]{{2,}}|(?! )[{_GAP_CHARS}]")
+_LAST_PIECE_END = re.compile(f"([^{_GAP_CHARS}])[{_GAP_CHARS}]*\\Z")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _SOFT_HYPHENS = frozenset("\u00ad\ufffe")
+_PLAIN_LINE_ENDS = frozenset({"\n", "\r\n", " \n", "\n ", " \r\n"})
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 _HANGUL = re.compile(r"[\u1100-\u11ff\u3130-\u318f\uac00-\ud7af]")
 
@@ -122,28 +125,36 @@ def _normalise(text: str) -> _Normalised:
     as UTF-8, become U+FFFD.
     """
     text = _SURROGATE.sub("\ufffd", text)
+    first = _PIECE.search(text)
+    if first is None:
+        return _Normalised("", [], [])
+    end = _LAST_PIECE_END.search(text).end(1)  # type: ignore[union-attr]
     parts: list[str] = []
     norm_starts: list[int] = []
     orig_starts: list[int] = []
     length = 0
-    previous_end = -1
-    for match in _PIECE.finditer(text):
-        if previous_end >= 0:
-            gap = text[previous_end : match.start()]
-            separator = _separator(gap, before=text[previous_end - 1], after=text[match.start()])
-            parts.append(separator)
-            length += len(separator)
+    previous_end = first.start()
+    # Text between two gaps that need a rule is copied verbatim: single spaces stay as they are,
+    # so only the rare gaps (line breaks, runs, soft hyphens) cost a Python step.
+    for gap in _RULED_GAP.finditer(text, previous_end, end):
+        kept = text[previous_end : gap.start()]
         norm_starts.append(length)
-        orig_starts.append(match.start())
-        parts.append(match.group())
-        length += match.end() - match.start()
-        previous_end = match.end()
+        orig_starts.append(previous_end)
+        parts.append(kept)
+        length += len(kept)
+        separator = _separator(gap.group(), before=text[gap.start() - 1], after=text[gap.end()])
+        parts.append(separator)
+        length += len(separator)
+        previous_end = gap.end()
+    norm_starts.append(length)
+    orig_starts.append(previous_end)
+    parts.append(text[previous_end:end])
     return _Normalised("".join(parts), norm_starts, orig_starts)
 
 
 def _separator(gap: str, *, before: str, after: str) -> str:
-    if gap == " ":  # by far the most common gap: skip the rules below
-        return gap
+    if gap in _PLAIN_LINE_ENDS:  # a wrapped line of PDF text, by far the most common ruled gap
+        return "" if _is_wide(before) and _is_wide(after) else " "
     line_breaks = len(_LINE_BREAK.findall(gap))
     if line_breaks >= 2:
         return "\n"
@@ -155,6 +166,8 @@ def _separator(gap: str, *, before: str, after: str) -> str:
 
 
 def _is_wide(char: str) -> bool:
+    if char < "\u1100":  # nothing below the Hangul Jamo block is wide
+        return False
     return unicodedata.east_asian_width(char) in ("W", "F") and not _HANGUL.match(char)
 
 
