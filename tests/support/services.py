@@ -6,15 +6,17 @@ can never go green by skipping.
 """
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import signal
 import socket
 import subprocess
-import sys
+import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
@@ -117,17 +119,8 @@ def service_env(local_data: Path, vault: Path, table_id: str, broker_url: str = 
 
 
 @contextmanager
-def static_http_server(directory: Path) -> Iterator[str]:
-    """Serve a folder on 127.0.0.1 from a thread; yields the base URL."""
-    import functools
-    import threading
-    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
-
-    class QuietHandler(SimpleHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-    handler = functools.partial(QuietHandler, directory=str(directory))
+def serve_in_thread(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[str]:
+    """Run an HTTP handler on 127.0.0.1 (free port) from a daemon thread; yields the base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -136,3 +129,15 @@ def static_http_server(directory: Path) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def static_http_server(directory: Path) -> Iterator[str]:
+    """Serve a folder; yields the base URL."""
+
+    class QuietHandler(SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    with serve_in_thread(functools.partial(QuietHandler, directory=str(directory))) as url:
+        yield url
