@@ -164,3 +164,20 @@ def test_incremental_refresh_retry_stale_and_removal(tmp_path: Path) -> None:
         gone = d.api.get(f"/api/notebooks/{notebook_id}/evidence/{dmca_hit['chunk_id']}", revision=dmca_hit["revision_id"])
         assert gone.status_code == 404
         assert d.api.get(f"/api/notebooks/{notebook_id}").json()["active_revision"] == detail["active_revision"]
+
+
+def test_a_whole_service_restart_mid_job_resumes_and_finishes(tmp_path: Path) -> None:
+    """Embedded default: `gnosi serve` (web + worker) stops mid-job and starts again."""
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id, redis=False, **FAST) as d:
+        d.start_web()
+        notebook_id = d.api.create(["dmca", *big_ids()])
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 2)
+        d.crash_web()
+        d.start_web()
+        detail = d.api.wait_for_job(notebook_id, timeout=240)
+        assert detail["job"]["state"] == "succeeded"
+        revision_id = detail["active_revision"]["id"]
+        assert d.query("SELECT count(*) FROM sources WHERE revision_id = ? AND state = 'available'", revision_id) == [
+            (BIG_COPIES + 1,)
+        ]

@@ -101,6 +101,7 @@ class Deployment:
         self.token = add_user(self.env, "alice", "lab", "editor")
         self.workers: dict[str, subprocess.Popen] = {}
         self.broker: RedisProcess | None = None
+        self.web: subprocess.Popen | None = None
         self.api = Api(f"http://127.0.0.1:{self.env['GNOSI_PORT']}", self.token)
 
     @property
@@ -118,8 +119,11 @@ class Deployment:
     def start_web(self) -> None:
         log = (self.tmp / "serve.log").open("ab")
         self.stack.callback(log.close)
-        process = subprocess.Popen([GNOSI, "serve"], env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [GNOSI, "serve"], env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
         self.stack.callback(stop, process)
+        self.web = process
         try:
             wait_for_port(int(self.env["GNOSI_PORT"]), timeout=60)
         except TimeoutError:
@@ -147,6 +151,19 @@ class Deployment:
             time.sleep(0.2)
         self.workers[name] = process
         return process
+
+    def crash_web(self) -> None:
+        """SIGKILL `gnosi serve` with everything it started (web workers, embedded Celery worker)."""
+        assert self.web is not None
+        os.killpg(self.web.pid, signal.SIGKILL)
+        self.web.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.killpg(self.web.pid, 0)
+            except ProcessLookupError:
+                return
+            time.sleep(0.1)
 
     def kill_worker(self, name: str, sig: int = signal.SIGTERM) -> None:
         process = self.workers.pop(name, None)
