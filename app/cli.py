@@ -7,6 +7,7 @@ import sys
 import click
 
 from app.config import Settings
+from app.scaffold import scaffold_vault
 from storage import accounts
 from storage.db import Database
 from storage.migrate import upgrade as migrate_upgrade
@@ -89,8 +90,9 @@ def serve(threads: int, worker_concurrency: int) -> None:
 
     settings = Settings.from_env()
     settings.ensure_dirs()
-    settings.vault_path.mkdir(parents=True, exist_ok=True)
     migrate_upgrade(settings.database_path)
+    if scaffold_vault(settings):
+        click.echo(f"empty vault: created a References table in {settings.vault_path} (see References/_template.md)")
     _first_run_account(settings)
     mode = "embedded broker (no Redis)" if settings.embedded else f"broker {settings.broker_url}"
     click.echo(f"gnosi: http://{settings.host}:{settings.port}/ · vault {settings.vault_path} · {mode}")

@@ -116,6 +116,18 @@ class Settings:
         return hashlib.sha256(str(self.vault_path).encode()).hexdigest()[:32]
 
     @property
+    def references_table_id(self) -> str:
+        """GNOSI_REFERENCES_TABLE, or the identity the first run scaffolded (see app/scaffold.py)."""
+        if self.references_table:
+            return self.references_table
+        remembered = self.remembered_table_path
+        return remembered.read_text().strip() if remembered.exists() else ""
+
+    @property
+    def remembered_table_path(self) -> Path:
+        return self.system_dir / "references-table"
+
+    @property
     def internal_base_url(self) -> str:
         """Where extract workers fetch source bytes and job state: the API instance."""
         if self.internal_api_url:

@@ -12,7 +12,7 @@ bp = Blueprint("resources", __name__, url_prefix="/api/notebooks")
 
 
 def references_table_id() -> str:
-    table_id = services().settings.references_table
+    table_id = services().settings.references_table_id
     if not table_id:
         raise ApiError(
             409, "REFERENCES_TABLE_NOT_CONFIGURED", "Set GNOSI_REFERENCES_TABLE to a table id of the vault."

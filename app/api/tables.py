@@ -16,7 +16,7 @@ def list_tables():  # type: ignore[no-untyped-def]
     """``is_references`` compares identities: the bulk action never keys on a name."""
     current_principal()
     svc = services()
-    references = svc.settings.references_table
+    references = svc.settings.references_table_id
     return {
         "items": [
             {"id": table.id, "name": table.name, "is_references": bool(references) and table.id == references}
