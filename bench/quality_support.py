@@ -200,17 +200,21 @@ class ExternalEmbedder:
         self.dim = 0
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        digest = hashlib.sha256("\x1e".join([self.name, *texts]).encode("utf-8")).hexdigest()[:24]
+        """Vectors of ``texts``; the cache key is the sorted distinct texts, because chunk rows
+        come back in storage order, which differs between ingestions of the same documents."""
+        distinct = sorted(set(texts))
+        digest = hashlib.sha256("\x1e".join([self.name, *distinct]).encode("utf-8")).hexdigest()[:24]
         cached = self.cache / f"{self.name}-{digest}.npy"
         if not cached.exists():
             self.cache.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory() as tmp:
                 source = Path(tmp) / "texts.json"
-                source.write_text(json.dumps(list(texts)), encoding="utf-8")
+                source.write_text(json.dumps(distinct), encoding="utf-8")
                 subprocess.run([self.python, __file__, "embed", self.name, str(source), str(cached)], check=True)
         vectors = np.load(cached)
         self.dim = vectors.shape[1]
-        return vectors
+        row = {text: i for i, text in enumerate(distinct)}
+        return vectors[[row[text] for text in texts]]
 
 
 def _embed_worker(model: str, source: str, target: str) -> None:

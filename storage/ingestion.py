@@ -83,7 +83,7 @@ def start_revision(
     job.revision_id = revision.id
     job.total = len(orders)
     job.done = 0
-    job.current_resource_id = plans[0].ref.resource_id if orders else None
+    job.current_resource_id = orders[0].ref["resource_id"] if orders else None
     return orders
 
 

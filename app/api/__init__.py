@@ -14,7 +14,10 @@ def register_blueprints(app: Flask) -> None:
     from app.api.session import bp as session_bp
     from app.api.sources import bp as sources_bp
     from app.api.tables import bp as tables_bp
+    from app.dashboard import bp as dashboard_bp
 
-    for blueprint in (session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp):
+    for blueprint in (
+        session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, dashboard_bp
+    ):
         app.register_blueprint(blueprint)
     register_websocket(app)

@@ -13,6 +13,7 @@ from app.extensions import services
 from app.http import json_object, paging, string_list
 from app.services.ingest import request_ingest
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
+from pipeline.types import PipelineError
 from storage import jobs, notebooks, revisions
 from storage.models import Source
 
@@ -34,6 +35,15 @@ def resource_state(sources: list[Source], waiting: bool) -> str:
     return "stale" if "stale" in states else "available"
 
 
+def _record_titles(table_id: str) -> dict[str, str]:
+    """Display titles of the notebook's table (selection metadata only, never evidence)."""
+    catalogue = services().catalogue
+    try:
+        return {record.resource_id: record.title for record in catalogue.records(catalogue.table(table_id))}
+    except PipelineError:
+        return {}
+
+
 @bp.get("/<notebook_id>/sources")
 def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
@@ -48,6 +58,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
         members = notebooks.members(session, notebook)
         window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
         items = []
+        titles = _record_titles(notebook.table_id)
         revision = revisions.get(session, notebook, revision_id) if revision_id else None
         covered_at = revision.completed_at if revision else None
         for member in window:
@@ -58,6 +69,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
             items.append(
                 {
                     "resource_id": member.resource_id,
+                    "title": titles.get(member.resource_id),
                     "state": state,
                     "last_checked_at": iso(member.last_success_at),
                     "error": errors[0] if errors else (

@@ -10,34 +10,25 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import threading
-import time
 from collections.abc import Callable, Iterator
-from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
 import yaml
-from playwright.sync_api import Browser, BrowserContext, Page, expect
-
-from support.live import GNOSI, Deployment, deployment
+from browser_support import (
+    ALICE_PASSWORD,
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    SLOW_PAGE_SECONDS,
+    VIEWPORTS,
+    Service,
+    slow_web_server,
+)
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Page
+from support.live import GNOSI, deployment
 from support.services import REPO, require
 from support.vault import VaultBuilder
-
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
-VIEWPORTS = {
-    "desktop": {"viewport": {"width": 1366, "height": 900}},
-    "mobile": {"viewport": {"width": 375, "height": 812}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True},
-}
-ALICE_PASSWORD = "correct horse battery staple"
-INGEST_TIMEOUT_MS = 240_000
-SLOW_PAGE_SECONDS = 20.0
 
 
 @pytest.fixture(scope="session")
@@ -45,43 +36,6 @@ def browser_type_launch_args() -> dict:
     """pytest-playwright launches this instead of a downloaded browser."""
     require(CHROMIUM.exists(), "chromium is not installed (apt-get install chromium)")
     return {"executable_path": str(CHROMIUM), "args": CHROMIUM_ARGS}
-
-
-@contextmanager
-def slow_web_server(delay: float) -> Iterator[str]:
-    """A web page that takes `delay` seconds to answer: ingestion stays busy on it long enough to
-    watch the progress name it and to cancel. Daemon threads: shutting down never waits for it."""
-
-    class SlowPage(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - http.server's naming
-            time.sleep(delay)
-            body = b"<html><head><title>Slow</title></head><body><article><p>A slow page.</p></article></body></html>"
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), SlowPage)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@dataclass
-class Service:
-    deployment: Deployment
-    base_url: str
-    alice_token: str
-    viewer_token: str
-    reading_table_id: str
 
 
 def _reading_list(vault_root: Path) -> str:
@@ -136,8 +90,12 @@ class PageWatch:
     def __init__(self) -> None:
         self.errors: list[str] = []
 
-    def attach(self, page: Page) -> Page:
-        page.on("console", lambda message: message.type == "error" and self.errors.append(f"{page.url}: {message.text}"))
+    def attach(self, page: Page, expected: str | None = None) -> Page:
+        def on_console(message: ConsoleMessage) -> None:
+            if message.type == "error" and not (expected and re.search(expected, message.text)):
+                self.errors.append(f"{page.url}: {message.text}")
+
+        page.on("console", on_console)
         page.on("pageerror", lambda error: self.errors.append(f"{page.url}: uncaught {error}"))
         return page
 
@@ -148,11 +106,12 @@ def open_page(browser: Browser) -> Iterator[Callable[..., Page]]:
     watch = PageWatch()
     contexts: list[BrowserContext] = []
 
-    def open_(viewport: str = "desktop") -> Page:
+    def open_(viewport: str = "desktop", *, expected_errors: str | None = None) -> Page:
+        """`expected_errors`: a regex of console errors this page is meant to cause."""
         context = browser.new_context(**VIEWPORTS[viewport])
         context.set_default_timeout(30_000)
         contexts.append(context)
-        return watch.attach(context.new_page())
+        return watch.attach(context.new_page(), expected_errors)
 
     yield open_
     for context in contexts:
@@ -170,20 +129,3 @@ def shot(tmp_path: Path) -> Callable[[Page, str], None]:
         page.screenshot(path=str(target / f"{name}.png"), full_page=False)
 
     return take
-
-
-def sign_in_with_token(page: Page, service: Service, token: str, next_path: str = "/notebooks") -> None:
-    page.goto(f"{service.base_url}{next_path}")
-    expect(page).to_have_url(re.compile(r"/sign-in\?next="))
-    page.get_by_text("Sign in with an API token").click()
-    page.get_by_label("API token").fill(token)
-    page.get_by_role("button", name="Sign in with token").click()
-    expect(page).to_have_url(f"{service.base_url}{next_path}")
-
-
-def sign_in_with_password(page: Page, service: Service, username: str, password: str) -> None:
-    page.goto(f"{service.base_url}/sign-in")
-    page.get_by_label("User name").fill(username)
-    page.get_by_label("Password").fill(password)
-    page.get_by_role("button", name="Sign in", exact=True).click()
-    expect(page).to_have_url(f"{service.base_url}/notebooks")

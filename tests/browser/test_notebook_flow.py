@@ -8,9 +8,13 @@ import re
 import time
 
 import pytest
+from browser_support import (
+    ALICE_PASSWORD,
+    INGEST_TIMEOUT_MS,
+    sign_in_with_password,
+    sign_in_with_token,
+)
 from playwright.sync_api import Page, expect
-
-from conftest import ALICE_PASSWORD, INGEST_TIMEOUT_MS, sign_in_with_password, sign_in_with_token
 
 FLOWS = {
     "desktop": {
@@ -30,6 +34,19 @@ FLOWS = {
 
 def squashed(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
+
+
+def assert_fits_the_screen(page: Page) -> None:
+    """Nothing wider than the viewport once the layout settled: no sideways scrolling on a phone."""
+    limit = page.viewport_size["width"]
+    for _ in range(20):
+        if page.evaluate("() => document.documentElement.scrollWidth") <= limit:
+            return
+        page.wait_for_timeout(250)
+    wide = page.evaluate("""(limit) => [...document.querySelectorAll('body *')]
+      .filter((e) => e.getBoundingClientRect().right > limit + 1)
+      .slice(0, 8).map((e) => `${e.tagName}.${e.className} ${Math.round(e.getBoundingClientRect().right)}px`)""", limit)
+    raise AssertionError(f"wider than {limit}px: {wide}")
 
 
 def watch_progress(page: Page) -> list[str]:
@@ -77,6 +94,9 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
         expect(page.get_by_role("heading", name="Library")).to_be_visible()
     else:
         sign_in_with_token(page, service, service.alice_token)
+        expect(page.get_by_role("heading", name="Library")).to_be_visible()
+        assert_fits_the_screen(page)
+        shot(page, "library-mobile")
     create_from_references(page, f"Law and topology ({viewport})", shot, viewport)
 
     sources = page.locator("#panel-sources")
@@ -91,6 +111,7 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     expect(sources.get_by_text("Last successful check: never")).to_have_count(0)
 
     if viewport == "mobile":
+        assert_fits_the_screen(page)
         shot(page, "mobile-tabs-sources")
         page.get_by_role("tab", name="Sources").press("ArrowRight")  # keyboard: WAI-ARIA tabs
         expect(page.get_by_role("tab", name="Chat")).to_be_focused()
@@ -107,6 +128,8 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     citation = answer.locator("ol.citations a", has_text=f"p. {flow['page']}").first
     expect(citation).to_be_visible()
     expect(answer.locator(".msg-text a.cite").first).to_have_attribute("href", re.compile(r"/evidence/"))
+    if viewport == "mobile":
+        assert_fits_the_screen(page)
     shot(page, "notebook-desktop" if viewport == "desktop" else "mobile-tabs-chat")
 
     citation.click()

@@ -5,9 +5,8 @@ the counts are exact; visibility is switched the way the Page Visibility API rep
 """
 from __future__ import annotations
 
+from browser_support import sign_in_with_token
 from playwright.sync_api import Page, expect
-
-from conftest import sign_in_with_token
 
 SET_VISIBILITY = """(state) => {
   Object.defineProperty(document, "visibilityState", { configurable: true, get: () => state });

@@ -15,7 +15,7 @@ export class ApiError extends Error {
 }
 
 /** Send the browser to sign-in, coming back here afterwards. */
-export function goToSignIn() {
+function goToSignIn() {
   const next = location.pathname + location.search;
   location.assign(`/sign-in?next=${encodeURIComponent(next)}`);
 }
@@ -31,7 +31,7 @@ async function request(path, { method = "GET", body, signal } = {}) {
     credentials: "same-origin",
     signal,
   });
-  if (response.status === 401 && !path.startsWith("/api/session")) {
+  if (response.status === 401 && !(method === "POST" && path === "/api/session")) {
     goToSignIn();
   }
   if (!response.ok) {

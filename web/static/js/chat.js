@@ -25,6 +25,7 @@ export class ChatPanel {
     this.chosenNotebooks = new Set();
     this.ws = null;
     this.turn = null;
+    this.rendered = false;
     this.composer.addEventListener("submit", (event) => {
       event.preventDefault();
       this.send(this.composer.elements.message.value);
@@ -58,10 +59,11 @@ export class ChatPanel {
     const conversation = await api(`${this.base}/conversation`);
     if (this.streaming) return;
     this.conversation = conversation;
-    const last = conversation.messages.at(-1)?.id;
-    if (this.messages.length !== conversation.messages.length || this.messages.at(-1)?.id !== last) {
+    const signature = (messages) => `${messages.length}:${messages.at(-1)?.id ?? ""}`;
+    if (!this.rendered || signature(this.messages) !== signature(conversation.messages)) {
       this.messages = conversation.messages;
       this.renderTranscript();
+      this.rendered = true;
     }
     this.renderComposer();
   }
@@ -219,9 +221,8 @@ export class ChatPanel {
     if (!(await confirmDialog(byRole("confirm-dialog"), question))) return;
     try {
       await api(`${this.base}/conversation`, { method: "DELETE" });
-      this.messages = [];
+      this.rendered = false;
       await this.loadTranscript();
-      this.renderTranscript();
     } catch (error) {
       showError(this.note, error);
     }

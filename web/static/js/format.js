@@ -1,6 +1,6 @@
 /** Words for states, shared by the library and the notebook page. */
 
-export const ACTIVE_JOB_STATES = ["queued", "running", "cancelling"];
+const ACTIVE_JOB_STATES = ["queued", "running", "cancelling"];
 
 export function jobActive(job) {
   return Boolean(job && ACTIVE_JOB_STATES.includes(job.state));
@@ -12,7 +12,7 @@ export function notebookStatus(detail) {
   if (jobActive(job)) {
     if (job.state === "queued") return "Queued";
     if (job.state === "cancelling") return "Cancelling";
-    return job.total ? `Indexing ${job.done} of ${job.total}` : "Indexing";
+    return job.total ? `Indexing ${job.done} of ${job.total}` : "Checking sources";
   }
   if (detail.active_revision) {
     if (job && job.state === "failed") return "Ready (last refresh failed)";

@@ -14,10 +14,10 @@ function row(notebook) {
     "tr",
     {},
     h("th", { scope: "row" }, link, notebook.is_owner ? h("span", { class: "muted" }, " · yours") : null),
-    h("td", {}, VISIBILITY[notebook.visibility] ?? notebook.visibility),
-    h("td", {}, MODE[notebook.conversation_mode] ?? notebook.conversation_mode),
-    h("td", {}, String(notebook.resource_count)),
-    h("td", {}, h("span", { class: "status" }, notebookStatus(notebook))),
+    h("td", { "data-label": "Visibility" }, VISIBILITY[notebook.visibility] ?? notebook.visibility),
+    h("td", { "data-label": "Conversation" }, MODE[notebook.conversation_mode] ?? notebook.conversation_mode),
+    h("td", { "data-label": "Sources" }, String(notebook.resource_count)),
+    h("td", { "data-label": "Status" }, h("span", { class: "status" }, notebookStatus(notebook))),
   );
 }
 

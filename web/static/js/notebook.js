@@ -93,6 +93,7 @@ class NotebookPage {
     this.render();
     const job = (detail) => JSON.stringify(detail.job && [detail.job.id, detail.job.state, detail.job.done, detail.job.current_resource_id]);
     const revisionChanged = before.active_revision?.id !== this.detail.active_revision?.id;
+    if (jobActive(before.job) && !jobActive(this.detail.job)) this.sources.notice = null;
     if (job(before) !== job(this.detail) || revisionChanged) await this.sources.load();
     else this.sources.renderProgress();
     if (revisionChanged) await this.chat.loadSources();
@@ -133,9 +134,15 @@ class NotebookPage {
       ["Created", formatDate(detail.created_at)],
       ["Resources", String(detail.resource_count)],
       ["Index", revision ? `revision ${revision.number}, completed ${formatDate(revision.completed_at)}` : "not built yet"],
-      ["Your access", detail.is_owner ? "creator (manages sources and settings)" : `${this.session.user.role} (read and chat per role)`],
+      ["Your access", this.accessText()],
     ];
     byRole("facts").replaceChildren(...facts.flatMap(([term, value]) => [h("dt", {}, term), h("dd", {}, value)]));
+  }
+
+  accessText() {
+    if (this.detail.is_owner) return "creator: you manage sources and settings";
+    if (this.session.user.role === "viewer") return "viewer: you can read, not ask";
+    return `${this.session.user.role}: you can ask; the creator manages sources`;
   }
 
   async saveSettings(event) {

@@ -19,7 +19,7 @@ function reasonOf(error) {
   return bounded(typeof error === "string" ? error : error.message || error.code || "");
 }
 
-export function resourceTitle(item) {
+function resourceTitle(item) {
   return item.title || item.sources?.find((source) => source.title)?.title || item.resource_id;
 }
 
@@ -119,8 +119,8 @@ export class SourcesPanel {
       const current = job.current_resource_id
         ? ` · now: ${this.titles.get(job.current_resource_id) || job.current_resource_id}`
         : "";
-      const counts = job.total ? ` ${job.done} of ${job.total}` : "";
       const verb = { queued: "Queued", cancelling: "Cancelling", running: "Indexing" }[job.state];
+      const counts = job.total ? ` ${job.done} of ${job.total}` : job.state === "running" ? ": checking sources" : "";
       byRole("progress-text", this.root).textContent = `${verb}${counts}${current}`;
     }
     const ended = job && !active && ["failed", "cancelled"].includes(job.state);
@@ -143,7 +143,7 @@ export class SourcesPanel {
       const result = await request();
       this.say(success(result));
     } catch (error) {
-      this.say(`${error.message}`);
+      this.say(error.message);
     }
     await this.page.poll();
   }

@@ -55,14 +55,16 @@ function squash(parts) {
   let text = "";
   const origin = [];
   parts.forEach((part, index) => {
-    for (let offset = 0; offset < part.length; offset += 1) {
-      const folded = part[offset].normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase();
-      for (const char of folded) {
+    for (let offset = 0; offset < part.length; ) {
+      const original = String.fromCodePoint(part.codePointAt(offset));
+      const end = offset + original.length;
+      for (const char of original.normalize("NFKD").replace(/[\u0300-\u036f]/g, "").toLowerCase()) {
         if (/[\p{L}\p{N}]/u.test(char)) {
           text += char;
-          origin.push([index, offset]);
+          origin.push([index, offset, end]);
         }
       }
+      offset = end;
     }
   });
   return { text, origin };
@@ -90,18 +92,16 @@ function highlightTextLayer(textLayer, quote) {
   const { text, origin } = squash(textLayer.textContentItemsStr);
   const span = findSpan(text, squash([quote]).text);
   if (!span) return null;
-  const ranges = new Map(); // item index -> [first offset, last offset]
+  const ranges = new Map(); // item index -> [start, end) of the marked characters
   for (let i = span[0]; i < span[1]; i += 1) {
-    const [item, offset] = origin[i];
-    const range = ranges.get(item);
-    ranges.set(item, range ? [range[0], offset] : [offset, offset]);
+    const [item, start, end] = origin[i];
+    ranges.set(item, [ranges.get(item)?.[0] ?? start, end]);
   }
   let first = null;
   for (const [item, [from, to]] of ranges) {
-    const div = textLayer.textDivs[item];
     const value = textLayer.textContentItemsStr[item];
-    const mark = h("mark", { class: "highlight" }, value.slice(from, to + 1));
-    div.replaceChildren(value.slice(0, from), mark, value.slice(to + 1));
+    const mark = h("mark", { class: "highlight" }, value.slice(from, to));
+    textLayer.textDivs[item].replaceChildren(value.slice(0, from), mark, value.slice(to));
     first ??= mark;
   }
   return first;
@@ -172,7 +172,6 @@ class PdfView {
       sheet.dataset.highlighted = mark ? "true" : "false";
       mark?.scrollIntoView({ block: "center" });
     }
-    this.root.dataset.state = "ready";
   }
 
   describe() {
@@ -188,6 +187,21 @@ class PdfView {
     prev.disabled = this.pageNumber <= 1;
     next.disabled = this.pageNumber >= this.pdf.numPages;
   }
+}
+
+/** The PDF at the cited page; if its bytes are gone, the extracted passage instead. */
+async function showPdf(root, evidence, target, quote) {
+  let bytes;
+  try {
+    bytes = await apiBytes(fileUrl(evidence, target.notebookId));
+  } catch (error) {
+    showText(root, evidence, quote);
+    byRole("viewer-meta", root).textContent = `${locatorLabel(evidence.locator)} · the file itself is not available (${error.message}); this is the extracted passage.`;
+    return;
+  }
+  const pdfjs = await loadPdfjs();
+  const pdf = await pdfjs.getDocument({ data: bytes, isEvalSupported: false }).promise;
+  await new PdfView(root, pdf, { cited: evidence.locator, quote, title: target.title || "" }).show(evidence.locator.page);
 }
 
 function showMedia(root, evidence, notebookId) {
@@ -231,17 +245,10 @@ export async function showEvidence(root, target) {
     quoteBox.hidden = false;
     byRole("viewer-quote-text", root).textContent = quote;
     const locator = evidence.locator || {};
-    if (locator.page) {
-      const [pdfjs, bytes] = await Promise.all([loadPdfjs(), apiBytes(fileUrl(evidence, target.notebookId))]);
-      const pdf = await pdfjs.getDocument({ data: bytes, isEvalSupported: false }).promise;
-      await new PdfView(root, pdf, { cited: locator, quote, title: target.title || "" }).show(locator.page);
-    } else if (locator.start !== undefined) {
-      showMedia(root, evidence, target.notebookId);
-      root.dataset.state = "ready";
-    } else {
-      showText(root, evidence, quote);
-      root.dataset.state = "ready";
-    }
+    if (locator.page) await showPdf(root, evidence, target, quote);
+    else if (locator.start !== undefined) showMedia(root, evidence, target.notebookId);
+    else showText(root, evidence, quote);
+    root.dataset.state = "ready";
   } catch (error) {
     root.dataset.state = "error";
     byRole("viewer-meta", root).textContent = `The evidence could not be shown: ${error.message}`;

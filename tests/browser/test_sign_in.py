@@ -1,0 +1,25 @@
+"""Signing in with a password or a token, a refused password, and signing out."""
+from __future__ import annotations
+
+import re
+
+from browser_support import sign_in_with_token
+from playwright.sync_api import expect
+
+
+def test_a_wrong_password_is_refused_and_signing_out_ends_the_session(service, open_page) -> None:  # type: ignore[no-untyped-def]
+    page = open_page("desktop", expected_errors=r"status of 401")  # the refused sign-in request
+    page.goto(f"{service.base_url}/notebooks")
+    expect(page).to_have_url(re.compile(r"/sign-in\?next="))
+    page.get_by_label("User name").fill("alice")
+    page.get_by_label("Password").fill("not her password")
+    page.get_by_role("button", name="Sign in", exact=True).click()
+    expect(page.get_by_role("alert")).to_have_text("Unknown user, wrong password or no such workspace.")
+    expect(page).to_have_url(re.compile(r"/sign-in"))
+
+    sign_in_with_token(page, service, service.alice_token)
+    expect(page.get_by_text("alice (editor) · lab")).to_be_visible()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/sign-in$"))
+    page.goto(f"{service.base_url}/notebooks")
+    expect(page).to_have_url(re.compile(r"/sign-in\?next="))
