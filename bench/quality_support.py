@@ -43,7 +43,8 @@ class Document:
 class Dataset:
     """Documents for one notebook, the queries to evaluate, and the gold used only for scoring.
 
-    ``answers`` are SQuAD gold strings (citation check); ``refusal_queries`` are questions whose
+    ``answerable`` is False for SciFact, whose queries are claims, not questions for the answer
+    engine. ``answers`` are SQuAD gold strings (citation check); ``refusal_queries`` are questions whose
     documents are not in the notebook; ``refusal_resources`` are resources to remove from the
     notebook before those are asked (FinanceBench), none when they were never ingested (SQuAD).
     """
@@ -52,6 +53,7 @@ class Dataset:
     documents: list[Document]
     queries: dict[str, str]
     qrels: dict[str, dict[str, int]]
+    answerable: bool = True
     answers: dict[str, list[str]] = field(default_factory=dict)
     refusal_queries: dict[str, str] = field(default_factory=dict)
     refusal_resources: list[str] = field(default_factory=list)
@@ -91,13 +93,15 @@ def load_scifact(split: str, limit: int | None) -> Dataset:
     """All 5,183 abstracts as Markdown files (title as heading); claims of ``split`` as queries."""
     root = QA / "scifact"
     documents = [
-        Document(f"scifact-{doc['_id']}", doc["title"][:200], f"scifact/{doc['_id']}.md", f"# {doc['title']}\n\n{doc['text']}\n")
+        Document(
+            f"scifact-{doc['_id']}", doc["title"][:200], f"scifact/{doc['_id']}.md", f"# {doc['title']}\n\n{doc['text']}\n"
+        )
         for doc in _jsonl(root / "corpus.jsonl")
     ]
     qrels = _qrels(root / "qrels" / f"{split}.tsv")
     texts = {query["_id"]: query["text"] for query in _jsonl(root / "queries.jsonl")}
     chosen = evenly([query_id for query_id in texts if query_id in qrels], limit)
-    return Dataset("scifact", documents, {q: texts[q] for q in chosen}, {q: qrels[q] for q in chosen})
+    return Dataset("scifact", documents, {q: texts[q] for q in chosen}, {q: qrels[q] for q in chosen}, answerable=False)
 
 
 def load_squad(articles: int, holdout: int, limit: int | None) -> Dataset:
