@@ -77,9 +77,9 @@ from support.live import Deployment, deployment  # noqa: E402
 from support.vault import VaultBuilder  # noqa: E402
 
 BATCH = 1000  # resource ids per create / add-sources request (the API's limit)
-DEPLOYED_K = 60  # storage.retrieval passes no k: reciprocal_rank_fusion's default
-FTS_TOKENIZER = "unicode61 remove_diacritics 2"  # the deployed chunks_fts tokenizer (migration 0001)
-BM25_LABEL = "BM25 (FTS5 bm25 alone, same chunks)"
+DEPLOYED_K = retrieval.FUSION_K
+FTS_TOKENIZER = "unicode61 remove_diacritics 2"  # plain BM25: no stemming (the deployed index adds porter, 0004)
+BM25_LABEL = "BM25 baseline (plain unicode61 FTS5 bm25, same chunks)"
 DEPLOYED_LABEL = "hybrid: deployed search"
 
 
@@ -173,29 +173,38 @@ class NotebookIndex:
         self.pks = np.array([row[0] for row in rows], dtype=np.int64)
         self.corpus_ids = {row[0]: dataset.corpus_id(row[1], row[2]) for row in rows}
         self.texts = [row[3] for row in rows]
-        self._stemmed: sqlite3.Connection | None = None
+        self._indexes: dict[str, sqlite3.Connection] = {}
 
     def docs(self, pks: Sequence[int]) -> list[str]:
         return first_distinct([self.corpus_ids[pk] for pk in pks])
 
     def bm25(self, session: Session, query: str, limit: int) -> list[int]:
-        """The lexical list of the hybrid search on its own: FTS5 ``bm25()`` over the same chunks."""
+        """The lexical list of the deployed hybrid search on its own (the stemming chunks_fts)."""
         match = build_match_query(query)
         if not match:
             return []
         return [pk for pk, _ in evidence.fts_candidates(session, self.notebook, self.revision_id, match, limit)]
 
+    def plain(self, query: str, limit: int) -> list[int]:
+        """The baseline: BM25 over the same chunks in an in-memory FTS5 table without stemming."""
+        return self._memory_bm25(FTS_TOKENIZER, query, limit)
+
     def porter(self, query: str, limit: int) -> list[int]:
-        """BM25 over the same chunks in an in-memory FTS5 table that adds the Porter stemmer to the
-        deployed tokenizer: what stemming alone would change (the deployed index does not stem)."""
-        if self._stemmed is None:
-            self._stemmed = sqlite3.connect(":memory:")
-            self._stemmed.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='porter {FTS_TOKENIZER}')")
-            rows = zip(self.pks.tolist(), self.texts, strict=True)
-            self._stemmed.executemany("INSERT INTO fts(rowid, text) VALUES (?, ?)", rows)
+        """BM25 over the same chunks with the Porter stemmer, in an index of this notebook alone
+        (chunks_fts shares its statistics with every notebook of the instance)."""
+        return self._memory_bm25(f"porter {FTS_TOKENIZER}", query, limit)
+
+    def _memory_bm25(self, tokenizer: str, query: str, limit: int) -> list[int]:
+        if tokenizer not in self._indexes:
+            connection = sqlite3.connect(":memory:")
+            connection.execute(f"CREATE VIRTUAL TABLE fts USING fts5(text, tokenize='{tokenizer}')")
+            connection.executemany(
+                "INSERT INTO fts(rowid, text) VALUES (?, ?)", zip(self.pks.tolist(), self.texts, strict=True)
+            )
+            self._indexes[tokenizer] = connection
         match = build_match_query(query)
         sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
-        return [row[0] for row in self._stemmed.execute(sql, (match, limit))] if match else []
+        return [row[0] for row in self._indexes[tokenizer].execute(sql, (match, limit))] if match else []
 
     def hybrid(self, session: Session, query: str, embedder: Embedder) -> list[int]:
         """The deployed search, capped at its 50 results."""
@@ -293,8 +302,9 @@ def ranked_runs(
     lexical["porter"] = {q: index.porter(text, deepest) for q, text in dataset.queries.items()}
     weights = "/".join(f"{w:g}" for w in retrieval.FUSION_WEIGHTS)
     runs: dict[str, dict[str, list[int]]] = {
-        BM25_LABEL: lexical["fts5"],
+        BM25_LABEL: {q: index.plain(text, deepest) for q, text in dataset.queries.items()},
         "BM25 + porter stemming (in-memory FTS5, same chunks)": lexical["porter"],
+        "deployed lexical list alone (chunks_fts, porter)": lexical["fts5"],
         f"{DEPLOYED_LABEL} ({deployed_name}, w={weights}, k={DEPLOYED_K}, ≤{retrieval.MAX_RESULTS} results)": deployed,
     }
     replica = Variant(deployed_name, *retrieval.FUSION_WEIGHTS)
