@@ -7,17 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from app.scaffold import SCHEMA_FIELDS
 from support.services import CORPUS
-
-SCHEMA_FIELDS = {
-    "title": "text",
-    "file": "attachment",
-    "link": "url",
-    "authors": "author",
-    "tags": "tags",
-    "kind": "type",
-    "year": "text",
-}
 
 
 class VaultBuilder:
