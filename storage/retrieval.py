@@ -16,9 +16,9 @@ from sqlalchemy.orm import Session
 from pipeline.embedder import Embedder
 from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
-from storage import evidence
+from storage import evidence, notebooks
 from storage.evidence import EvidenceChunk
-from storage.models import Chunk, ChunkVector, Notebook, NotebookResource
+from storage.models import Chunk, ChunkVector, Notebook
 
 MAX_RESULTS = 50
 CANDIDATES = 100
@@ -86,25 +86,13 @@ class _MatrixCache:
 _matrices = _MatrixCache()
 
 
-def _members(session: Session, notebook: Notebook) -> set[str]:
-    return set(
-        session.scalars(
-            select(NotebookResource.resource_id).where(
-                NotebookResource.notebook_id == notebook.id,
-                NotebookResource.vault_hash == notebook.vault_hash,
-                NotebookResource.workspace_id == notebook.workspace_id,
-            )
-        )
-    )
-
-
 def _vector_ranking(
     session: Session, notebook: Notebook, revision_id: str, query: str, embedder: Embedder
 ) -> list[int]:
     matrix = _matrices.get(session, revision_id, embedder)
     if not len(matrix.pks):
         return []
-    members = _members(session, notebook)
+    members = set(notebooks.member_ids(session, notebook))
     allowed = np.array([resource in members for resource in matrix.resources], dtype=bool)[matrix.codes]
     scores = matrix.vectors @ embedder.embed([query])[0]
     scores = np.where(allowed, scores, -np.inf)

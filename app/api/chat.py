@@ -33,11 +33,11 @@ def start_turn(
     """
     turn = parse_turn(body)
     with svc.db.reader() as session:
-        authorize_turn(session, principal, turn)
-    svc.limiter.hit("chat", principal.user_id)
-    request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
-    with svc.db.reader() as session:
         contexts = authorize_turn(session, principal, turn)
+    svc.limiter.hit("chat", principal.user_id)
+    # Asking compares the sources with the active revision; a change only queues a job, so the
+    # revisions pinned above stay the ones this turn answers from.
+    request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
     return _guarded(run_turn(svc, principal, turn, contexts, should_stop))
 
 
