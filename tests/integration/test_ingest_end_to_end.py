@@ -23,6 +23,9 @@ GOOD_PDFS = {
     "naacl": "naacl06-shinyama.pdf",
     "irs": "i1040nr.pdf",
 }
+# A record title whose words occur nowhere in the PDF: the document's names are indexed beside
+# each chunk (pipeline.chunk_context), so a question naming the document finds its pages.
+RECORD_TITLES = {"irs": "Zephyrine household filing"}
 BROKEN_PDFS = {"corrupt": ("invalid.pdf", "PDF_CORRUPT"), "encrypted": ("aes-256.pdf", "PDF_ENCRYPTED")}
 
 
@@ -32,7 +35,7 @@ def service(request, tmp_path: Path):  # type: ignore[no-untyped-def]
         base_url = stack.enter_context(static_http_server(CORPUS / "html"))
         vault = VaultBuilder(tmp_path / "vault")
         for resource_id, pdf in GOOD_PDFS.items():
-            vault.pdf_record(resource_id, pdf, title=f"Paper {resource_id}")
+            vault.pdf_record(resource_id, pdf, title=RECORD_TITLES.get(resource_id, f"Paper {resource_id}"))
         for resource_id, (pdf, _) in BROKEN_PDFS.items():
             vault.pdf_record(resource_id, pdf)
         vault.record("web", "Mozilla on Wikipedia", link=f"{base_url}/wikipedia/source.html")
@@ -96,6 +99,10 @@ def test_notebook_from_real_pdfs_and_url(service: Api) -> None:
     body = evidence.json()
     assert "Torus auf eine Sphäre" in body["text"]
     assert body["locator"]["page"] == 40 and body["revision_id"] == hit["revision_id"]
+
+    named = _top(api, notebook_id, "zephyrine filing")
+    assert named["resource_id"] == "irs"
+    assert "zephyrine" not in named["snippet"].lower()
 
     web = _top(api, notebook_id, "Mozilla Foundation Mozilla Corporation open source")
     assert web["resource_id"] == "web"

@@ -45,3 +45,26 @@ def test_downgrade_to_base_removes_everything(tmp_path: Path) -> None:
     with sqlite3.connect(database) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert names <= {"alembic_version"}
+
+
+def test_chunk_context_is_backfilled_and_searchable(tmp_path: Path) -> None:
+    """0005 gives existing chunks their source's names, so a search by document name finds them."""
+    database = tmp_path / "n.sqlite3"
+    upgrade(database, "0004")
+    with sqlite3.connect(database) as conn:
+        conn.execute("PRAGMA foreign_keys = OFF")
+        conn.execute(
+            "INSERT INTO sources (id, vault_hash, workspace_id, notebook_id, revision_id, resource_id, field, kind,"
+            " value, state, title, pages_needing_ocr) VALUES ('s1', 'v', 'w', 'n', 'r', 'res', 'file', 'attachment',"
+            " 'files/ADOBE_2022_10K.pdf', 'available', 'Form 10-K', '[]')"
+        )
+        conn.execute(
+            "INSERT INTO chunks (vault_hash, workspace_id, chunk_id, notebook_id, revision_id, source_id,"
+            " resource_id, ordinal, text, locator) VALUES ('v', 'w', 'c1', 'n', 'r', 's1', 'res', 0,"
+            " 'Operating income rose.', '{\"page\": 3}')"
+        )
+    upgrade(database)
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT context FROM chunks").fetchone()[0] == "Form 10-K · ADOBE 2022 10K"
+        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'adobe'").fetchall() == [(1,)]
+        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'operating'").fetchall() == [(1,)]
