@@ -20,6 +20,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from functools import lru_cache
+from operator import itemgetter
 from typing import Protocol
 
 import numpy as np
@@ -69,7 +70,7 @@ class HashingEmbedder:
         features = [_word_features(word) for word in occurrences]
         hashes, values = [], []
         for kind, weight in ((0, _WORD_WEIGHT), (1, _NGRAM_WEIGHT)):
-            kind_hashes, tf = _feature_counts([f[kind] for f in features], list(occurrences.values()))
+            kind_hashes, tf = _feature_counts(list(map(itemgetter(kind), features)), list(occurrences.values()))
             hashes.append(kind_hashes)
             values.append(weight * np.sqrt(tf))
         all_hashes = np.concatenate(hashes)
@@ -82,21 +83,21 @@ class HashingEmbedder:
         return buckets / norm if norm > 0 else buckets
 
 
-def _feature_counts(per_word: list[tuple[int, ...]], word_tf: list[int]) -> tuple[np.ndarray, np.ndarray]:
+def _feature_counts(per_word: list[np.ndarray], word_tf: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """Distinct feature hashes (sorted, so the summation order is fixed) and their term frequency."""
-    lengths = [len(hashes) for hashes in per_word]
+    lengths = list(map(len, per_word))
     if not sum(lengths):
         return np.zeros(0, dtype=np.uint64), np.zeros(0)
-    flat = np.fromiter((h for hashes in per_word for h in hashes), dtype=np.uint64, count=sum(lengths))
-    unique, inverse = np.unique(flat, return_inverse=True)
+    unique, inverse = np.unique(np.concatenate(per_word), return_inverse=True)
     tf = np.bincount(inverse, weights=np.repeat(np.asarray(word_tf, dtype=np.float64), lengths))
     return unique, tf
 
 
 @lru_cache(maxsize=1 << 16)
-def _word_features(word: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
+def _word_features(word: str) -> tuple[np.ndarray, np.ndarray]:
     """Hashes of one folded word's features (word-like, n-gram), cached: words repeat so much
-    (Zipf) that hashing per word instead of per occurrence makes embedding several times faster."""
+    (Zipf) that hashing per word instead of per occurrence makes embedding several times faster.
+    They are kept as arrays so a text's features join in one ``np.concatenate``."""
     whole: list[int] = []
     grams: list[int] = []
     for run in _SCRIPT_RUNS.finditer(word):
@@ -105,7 +106,7 @@ def _word_features(word: str) -> tuple[tuple[int, ...], tuple[int, ...]]:
         elif run.group() not in STOP_WORDS:
             whole.append(_hash64(f"w\x1f{run.group()}"))
             grams.extend(_hash64(f"g\x1f{gram}") for gram in _ngram_features(run.group()))
-    return tuple(whole), tuple(grams)
+    return np.array(whole, dtype=np.uint64), np.array(grams, dtype=np.uint64)
 
 
 def _bigram_features(run: str) -> Iterator[str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import base64
 import mimetypes
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
@@ -34,7 +34,8 @@ class SourceResult:
     embedder: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """Shallow on purpose: ``asdict`` would deep-copy every chunk of a large source."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "SourceResult":

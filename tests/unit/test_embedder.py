@@ -1,6 +1,7 @@
 """Tests of the hashing embedder: bit-identical across processes, meaningful, and storable."""
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -51,6 +52,14 @@ def test_vectors_are_bit_identical_in_fresh_processes_with_different_hash_seeds(
         outputs.append(result.stdout)
     here = b"".join(to_bytes(v) for v in HashingEmbedder().embed(TEXTS)).hex()
     assert outputs[0] == outputs[1] == here
+
+
+def test_stored_vectors_stay_valid_until_the_name_changes() -> None:
+    """Revisions keep their vectors: an optimisation that changed a single bit of ``hashing-v1``
+    would silently mix two vector spaces, so a feature change must bump the name (and this digest)."""
+    digest = hashlib.sha256(b"".join(to_bytes(v) for v in HashingEmbedder().embed(TEXTS))).hexdigest()
+    assert HashingEmbedder.name == "hashing-v1"
+    assert digest == "06275e0b52188ddccb261c9e82f859bcd49fc4a186eb893b58d27e1acfbb315e"
 
 
 def test_shape_dtype_and_unit_norm() -> None:
