@@ -24,6 +24,7 @@ from support.live import deployment  # noqa: E402
 from support.services import CORPUS  # noqa: E402
 from support.vault import VaultBuilder  # noqa: E402
 
+TIMEOUT_SECONDS = 1800
 PDFS = [
     "tracemonkey.pdf", "naacl06-shinyama.pdf", "tableformer-2203.00274.pdf", "thoma-creativity-in-ml.pdf",
     "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf", "i1040nr.pdf", "dmca.pdf",
@@ -94,6 +95,8 @@ def run(workers: int, resources: int, tmp: Path) -> dict[str, float]:
         # under measurement.
         while d.query("SELECT state FROM jobs WHERE notebook_id = ? AND state IN ('succeeded', 'failed', 'cancelled')",
                       notebook_id) == []:
+            if time.perf_counter() - started > TIMEOUT_SECONDS:
+                raise TimeoutError(f"{resources} resources with {workers} workers did not finish in {TIMEOUT_SECONDS} s")
             peaks = [max(p, tree_peak_kib(w.pid)) for p, w in zip(peaks, extractors)]
             time.sleep(0.05)
         elapsed = time.perf_counter() - started

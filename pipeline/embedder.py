@@ -106,7 +106,10 @@ def _word_features(word: str) -> tuple[np.ndarray, np.ndarray]:
         elif run.group() not in STOP_WORDS:
             whole.append(_hash64(f"w\x1f{run.group()}"))
             grams.extend(_hash64(f"g\x1f{gram}") for gram in _ngram_features(run.group()))
-    return np.array(whole, dtype=np.uint64), np.array(grams, dtype=np.uint64)
+    arrays = np.array(whole, dtype=np.uint64), np.array(grams, dtype=np.uint64)
+    for array in arrays:
+        array.setflags(write=False)  # shared by every later text through the cache
+    return arrays
 
 
 def _bigram_features(run: str) -> Iterator[str]:

@@ -33,6 +33,7 @@ class PreviousSource:
     content_hash: str | None = None
     file_size: int | None = None
     file_mtime_ns: int | None = None
+    resource_title: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,5 +102,10 @@ def _validators(prev: PreviousSource) -> dict[str, str]:
 
 
 def unchanged(plans: list[PlannedSource], previous: dict[SourceKey, PreviousSource]) -> bool:
-    """True when a new revision would equal the active one: every source reused, none added or gone."""
-    return all(p.action == "reuse" for p in plans) and {key_of(p.ref) for p in plans} == set(previous)
+    """True when a new revision would equal the active one: every source reused under the same
+    record title (the title is indexed with the chunks), none added or gone."""
+    return (
+        all(p.action == "reuse" and p.previous is not None and p.previous.resource_title == p.resource_title
+            for p in plans)
+        and {key_of(p.ref) for p in plans} == set(previous)
+    )

@@ -50,6 +50,7 @@ def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, Pr
             content_hash=s.content_hash,
             file_size=s.file_size,
             file_mtime_ns=s.file_mtime_ns,
+            resource_title=s.resource_title,
         )
         for s in revisions.sources(session, notebook.active_revision_id)
     }
@@ -174,14 +175,19 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
     return source
 
 
+# What the last representation of a source says about it, kept when that representation is.
+_CARRIED_META = ("fingerprint", "mime", "title", "page_count", "content_hash")
+
+
 def _carry_previous(
     session: Session, job: Job, notebook: Notebook, source: Source, result: SourceResult
 ) -> None:
     """Not modified → copy the last representation; failed → keep it as ``stale`` or report ``error``."""
     previous = _previous_of(session, notebook, source)
-    if result.status == "not_modified" and previous is not None:
-        for name in ("fingerprint", "mime", "title", "page_count", "content_hash"):
+    if previous is not None:  # before the chunks are copied: their context is built from these
+        for name in _CARRIED_META:
             setattr(source, name, getattr(previous, name))
+    if result.status == "not_modified" and previous is not None:
         _copy_chunks_into(session, previous, source)
         source.state = "available"
         _audit(session, job, source, "unchanged", None)
@@ -191,7 +197,6 @@ def _carry_previous(
     if previous is not None:
         _copy_chunks_into(session, previous, source)
         source.state = "stale"
-        source.fingerprint = previous.fingerprint
     else:
         source.state = "error"
     if source.kind == "url":
@@ -239,8 +244,8 @@ def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) ->
 
 
 def _same_evidence(session: Session, notebook: Notebook, revision: Revision) -> bool:
-    def signature(rows: list[Source]) -> dict[SourceKey, tuple[str, str | None]]:
-        return {(s.resource_id, s.field, s.value): (s.state, s.fingerprint) for s in rows}
+    def signature(rows: list[Source]) -> dict[SourceKey, tuple[str, str | None, str | None]]:
+        return {(s.resource_id, s.field, s.value): (s.state, s.fingerprint, s.resource_title) for s in rows}
 
     active = revisions.sources(session, notebook.active_revision_id)
     return signature(active) == signature(revisions.sources(session, revision.id))

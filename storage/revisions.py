@@ -119,14 +119,13 @@ def chunk_rows(session: Session, source: Source) -> CopiedChunks:
 
 
 def copy_source(
-    session: Session, old: Source, revision: Revision, *, state: str, resource_title: str | None = None
+    session: Session, old: Source, revision: Revision, *, state: str, resource_title: str | None
 ) -> Source:
-    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it
-    (under the record's current title when given: a renamed record needs no new extraction)."""
+    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it, under
+    the record's current title (a renamed record needs a new revision, not a new extraction)."""
     values = {name: getattr(old, name) for name in COPIED_SOURCE_FIELDS}
     values["state"] = state
-    if resource_title is not None:
-        values["resource_title"] = resource_title
+    values["resource_title"] = resource_title
     new = add_source(session, revision, **values)
     copied = chunk_rows(session, old)
     store_chunks(session, new, copied.rows, embedder=copied.embedder)
@@ -159,6 +158,7 @@ def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, 
     scope = (source.vault_hash, source.workspace_id, source.notebook_id, source.revision_id, source.id,
              source.resource_id)
     connection = session.connection()
+    # ``json.dumps`` is what the ORM's JSON type writes (storage.db sets no custom serializer).
     connection.exec_driver_sql(
         _INSERT_CHUNK,
         [(*scope, r.chunk_id, r.ordinal, r.text, context, json.dumps(r.locator)) for r in rows],

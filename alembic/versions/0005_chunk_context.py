@@ -2,8 +2,9 @@
 
 ``sources.resource_title`` keeps the record's title as of the revision; ``chunks.context`` holds
 pipeline.chunk_context of its source, and ``chunks_fts`` indexes (context, text) so bm25 can weight
-the two columns. Existing chunks are backfilled from their sources (without a record title, which
-earlier revisions did not keep: the next extraction or reuse adds it).
+the two columns. Existing chunks get their source's declared title here; earlier revisions kept no
+record title, so the next trigger of each notebook sees every title as changed and builds a revision
+whose copied chunks carry the full context (without re-extracting anything).
 
 Revision ID: 0005
 Revises: 0004
@@ -13,8 +14,6 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 from alembic import op
-
-from pipeline.chunk_context import chunk_context
 
 revision = "0005"
 down_revision = "0004"
@@ -61,23 +60,16 @@ def upgrade() -> None:
         batch.add_column(sa.Column("resource_title", sa.String(length=500), nullable=True))
     with op.batch_alter_table("chunks") as batch:
         batch.add_column(sa.Column("context", sa.Text(), nullable=False, server_default=""))
-    connection = op.get_bind()
-    sources = connection.execute(
-        sa.text("SELECT id, title, kind, value FROM sources WHERE id IN (SELECT DISTINCT source_id FROM chunks)")
-    ).all()
-    for source_id, title, kind, value in sources:
-        context = chunk_context(resource_title=None, source_title=title, kind=kind, value=value)
-        connection.execute(
-            sa.text("UPDATE chunks SET context = :context WHERE source_id = :source_id"),
-            {"context": context, "source_id": source_id},
-        )
+    op.execute(
+        "UPDATE chunks SET context = coalesce((SELECT title FROM sources WHERE sources.id = chunks.source_id), '')"
+    )
     _create_index(["context", "text"])
 
 
 def downgrade() -> None:
+    """SQLite's own DROP COLUMN: a batch rebuild would drop the old tables with foreign keys on,
+    and ON DELETE CASCADE would empty chunks and chunk_vectors on the way."""
     _drop_index()
-    with op.batch_alter_table("chunks") as batch:
-        batch.drop_column("context")
-    with op.batch_alter_table("sources") as batch:
-        batch.drop_column("resource_title")
+    op.execute("ALTER TABLE chunks DROP COLUMN context")
+    op.execute("ALTER TABLE sources DROP COLUMN resource_title")
     _create_index(["text"])

@@ -137,9 +137,17 @@ def test_incremental_refresh_retry_stale_and_removal(tmp_path: Path) -> None:
 
         assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "not_needed"
 
-        _replace(vault, "files/naacl06-shinyama.pdf", (CORPUS / "pdf" / "odf_presentation_01.odp.pdf").read_bytes())
+        # A renamed record: a new revision whose copied chunks carry the new name, no extraction.
+        vault.record("naacl", "Zephyrine paraphrase notes", file="files/naacl06-shinyama.pdf")
         assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
         assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
+        assert d.extract_calls() == 3
+        named = d.api.get(f"/api/notebooks/{notebook_id}/search", q="zephyrine").json()["results"]
+        assert named and {hit["resource_id"] for hit in named} == {"naacl"}
+
+        _replace(vault, "files/naacl06-shinyama.pdf", (CORPUS / "pdf" / "odf_presentation_01.odp.pdf").read_bytes())
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 3
         assert d.extract_calls() == 4
 
         retry = d.api.post(f"/api/notebooks/{notebook_id}/sources/dmca/refresh").json()

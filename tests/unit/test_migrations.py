@@ -47,9 +47,7 @@ def test_downgrade_to_base_removes_everything(tmp_path: Path) -> None:
     assert names <= {"alembic_version"}
 
 
-def test_chunk_context_is_backfilled_and_searchable(tmp_path: Path) -> None:
-    """0005 gives existing chunks their source's names, so a search by document name finds them."""
-    database = tmp_path / "n.sqlite3"
+def _one_chunk_at_0004(database: Path) -> None:
     upgrade(database, "0004")
     with sqlite3.connect(database) as conn:
         conn.execute("PRAGMA foreign_keys = OFF")
@@ -63,8 +61,34 @@ def test_chunk_context_is_backfilled_and_searchable(tmp_path: Path) -> None:
             " resource_id, ordinal, text, locator) VALUES ('v', 'w', 'c1', 'n', 'r', 's1', 'res', 0,"
             " 'Operating income rose.', '{\"page\": 3}')"
         )
+        conn.execute("INSERT INTO chunk_vectors (chunk_pk, embedder, vector) VALUES (1, 'hashing-v1', x'00')")
+
+
+def test_chunk_context_is_backfilled_and_searchable(tmp_path: Path) -> None:
+    """0005 gives existing chunks their source's declared title, indexed beside the text."""
+    database = tmp_path / "n.sqlite3"
+    _one_chunk_at_0004(database)
     upgrade(database)
     with sqlite3.connect(database) as conn:
-        assert conn.execute("SELECT context FROM chunks").fetchone()[0] == "Form 10-K · ADOBE 2022 10K"
-        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'adobe'").fetchall() == [(1,)]
+        assert conn.execute("SELECT context FROM chunks").fetchone()[0] == "Form 10-K"
+        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'form'").fetchall() == [(1,)]
         assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'operating'").fetchall() == [(1,)]
+
+
+def test_undoing_0005_keeps_every_chunk_and_vector(tmp_path: Path) -> None:
+    database = tmp_path / "n.sqlite3"
+    _one_chunk_at_0004(database)
+    upgrade(database)
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS))
+    engine = make_engine(database)
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0004")
+    engine.dispose()
+    with sqlite3.connect(database) as conn:
+        counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                  for table in ("sources", "chunks", "chunk_vectors")]
+        assert counts == [1, 1, 1]
+        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'operating'").fetchall() == [(1,)]
+        assert "context" not in {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}

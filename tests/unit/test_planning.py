@@ -54,3 +54,12 @@ def test_failed_sources_are_retried_and_new_or_removed_sources_are_changes() -> 
     prev = {**previous(PDF), **previous(URL)}
     assert not unchanged(plan([Observed(PDF, "f1")], prev), prev)
     assert not unchanged(plan([Observed(PDF, "f1"), Observed(URL)], previous(PDF)), previous(PDF))
+
+
+def test_a_renamed_record_is_reused_but_makes_a_new_revision() -> None:
+    """The record title is indexed with the chunks: a rename copies them under the new name."""
+    prev = previous(PDF, resource_title="Old name")
+    plans = plan([Observed(PDF, "f1", resource_title="New name")], prev)
+    assert [p.action for p in plans] == ["reuse"] and plans[0].resource_title == "New name"
+    assert not unchanged(plans, prev)
+    assert unchanged(plan([Observed(PDF, "f1", resource_title="Old name")], prev), prev)
