@@ -32,16 +32,20 @@ def test_migrations_match_the_models_and_enable_wal(tmp_path: Path) -> None:
     assert {"chunks_fts", "chunks", "chunk_vectors", "jobs", "revisions", "audit_outcomes"} <= tables
 
 
-def test_downgrade_to_base_removes_everything(tmp_path: Path) -> None:
-    database = tmp_path / "n.sqlite3"
-    upgrade(database)
+def _downgrade(database: Path, target: str) -> None:
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     engine = make_engine(database)
     with engine.begin() as connection:
         config.attributes["connection"] = connection
-        command.downgrade(config, "base")
+        command.downgrade(config, target)
     engine.dispose()
+
+
+def test_downgrade_to_base_removes_everything(tmp_path: Path) -> None:
+    database = tmp_path / "n.sqlite3"
+    upgrade(database)
+    _downgrade(database, "base")
     with sqlite3.connect(database) as conn:
         names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert names <= {"alembic_version"}
@@ -79,13 +83,7 @@ def test_undoing_0005_keeps_every_chunk_and_vector(tmp_path: Path) -> None:
     database = tmp_path / "n.sqlite3"
     _one_chunk_at_0004(database)
     upgrade(database)
-    config = Config()
-    config.set_main_option("script_location", str(MIGRATIONS))
-    engine = make_engine(database)
-    with engine.begin() as connection:
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0004")
-    engine.dispose()
+    _downgrade(database, "0004")
     with sqlite3.connect(database) as conn:
         counts = [conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
                   for table in ("sources", "chunks", "chunk_vectors")]
