@@ -81,13 +81,15 @@ def plan_sources(
         ref, fingerprint = seen.ref, seen.fingerprint
         prev = previous.get(key_of(ref))
         usable = prev is not None and prev.state in REUSABLE_STATES
-        stat = {"file_size": seen.file_size, "file_mtime_ns": seen.file_mtime_ns, "resource_title": seen.resource_title}
+        stat = {
+            "file_size": seen.file_size, "file_mtime_ns": seen.file_mtime_ns, "resource_title": seen.resource_title,
+        }
         if ref.resource_id in force_resource_ids or not usable:
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
         elif ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:
             plans.append(PlannedSource(ref, "reuse", fingerprint, prev, **stat))
         elif ref.kind == "url" and prev.checked_at is not None and now - prev.checked_at < ttl:
-            plans.append(PlannedSource(ref, "reuse", prev.fingerprint, prev, resource_title=seen.resource_title))
+            plans.append(PlannedSource(ref, "reuse", prev.fingerprint, prev, **stat))
         elif ref.kind == "url":
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, _validators(prev), **stat))
         else:

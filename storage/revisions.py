@@ -93,7 +93,7 @@ def add_source(session: Session, revision: Revision, **values: Any) -> Source:
 
 COPIED_SOURCE_FIELDS = (
     "resource_id", "field", "kind", "value", "fingerprint", "file_size", "file_mtime_ns", "error_code", "error", "mime", "title",
-    "resource_title", "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
+    "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
     "checked_at",
 )
 
@@ -145,8 +145,9 @@ _INSERT_VECTOR = (
 def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, embedder: str) -> int:
     """Bulk-insert chunks (the FTS5 trigger indexes them) and then their vectors.
 
-    Plain DB-API ``executemany``: this is the coordinator's hottest statement, and the ORM's bulk
-    insert with RETURNING cost more than SQLite's own work. Vectors find their chunk through the
+    Plain DB-API ``executemany``: this is the coordinator's hottest statement. SQLite's own work
+    (FTS5 indexing most of all) dominates it, so the Python around it is kept to one tuple per row
+    instead of the ORM's bulk insert with RETURNING. Vectors find their chunk through the
     (revision, chunk id) unique index. The document context is computed here from the source
     row, so chunks copied into another revision take that revision's names of the document.
     """
