@@ -37,6 +37,7 @@ class Settings:
     fetch_max_bytes: int = 50 * 1024 * 1024
     fetch_timeout_seconds: int = 30
     attachment_max_bytes: int = 200 * 1024 * 1024
+    evidence_max_bytes: int = 1024 * 1024 * 1024
     embedder: str = "hashing"
     internal_api_url: str = ""
     internal_token: str = ""
@@ -69,6 +70,7 @@ class Settings:
             fetch_max_bytes=_int(env, "GNOSI_FETCH_MAX_BYTES", 50 * 1024 * 1024),
             fetch_timeout_seconds=_int(env, "GNOSI_FETCH_TIMEOUT_SECONDS", 30),
             attachment_max_bytes=_int(env, "GNOSI_ATTACHMENT_MAX_BYTES", 200 * 1024 * 1024),
+            evidence_max_bytes=_int(env, "GNOSI_EVIDENCE_MAX_BYTES", 1024 * 1024 * 1024),
             embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
             internal_api_url=env.get("GNOSI_INTERNAL_API_URL", "").strip().rstrip("/"),
             internal_token=env.get("GNOSI_INTERNAL_TOKEN", "").strip(),
@@ -86,6 +88,10 @@ class Settings:
     @property
     def system_dir(self) -> Path:
         return self.local_data / "system"
+
+    @property
+    def spool_dir(self) -> Path:
+        return self.system_dir / "spool"
 
     @property
     def database_path(self) -> Path:

@@ -16,6 +16,7 @@ from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
 from storage.blobs import BlobStore
 from storage.db import Database
+from storage.spool import EvidenceSpool
 from tasks.internal_api import InternalApi
 
 
@@ -34,6 +35,10 @@ class Services:
     @cached_property
     def blobs(self) -> BlobStore:
         return BlobStore(self.settings.local_data / "blobs")
+
+    @cached_property
+    def spool(self) -> EvidenceSpool:
+        return EvidenceSpool(self.settings.spool_dir)
 
     @cached_property
     def catalogue(self) -> Catalogue:
@@ -57,6 +62,7 @@ class Services:
         """Created on first use, so a forked worker child builds its own connection pool."""
         settings = self.settings
         return InternalApi(settings.internal_base_url, settings.shared_secret(), settings.attachment_max_bytes)
+
 
 
     @cached_property

@@ -1,6 +1,6 @@
 """Ingestion throughput: the raw PDF extractor against the whole pipeline with 1, 2 and 4 workers.
 
-Usage: .venv/bin/python bench/ingest.py [--resources 300]
+Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double]
 
 Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
 compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
@@ -77,16 +77,20 @@ def tree_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def run(workers: int, resources: int, tmp: Path) -> dict[str, float]:
+def run(workers: int, resources: int, tmp: Path, shared: bool) -> dict[str, float]:
     vault = VaultBuilder(tmp / "vault")
     files = [vault.attach_corpus(f"pdf/{name}") for name in PDFS]
     ids = [vault.record(f"r{i:04d}", f"R {i}", file=files[i % len(files)]) for i in range(resources)]
     with ExitStack() as stack:
         d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, OMP_NUM_THREADS="1"))
         d.start_web()
-        d.start_worker("coordinator", "coordinator", beat=True)
-        extractors = [d.start_worker(f"extract-{i}", "extract") for i in range(workers)]
-        roles = {"web": [d.web], "coordinator": [d.workers["coordinator"]], "extract": extractors}
+        if shared:
+            extractors = [d.start_worker(f"worker-{i}", "coordinator,extract", beat=i == 0) for i in range(workers)]
+            roles = {"web": [d.web], "workers": extractors}
+        else:
+            d.start_worker("coordinator", "coordinator", beat=True)
+            extractors = [d.start_worker(f"extract-{i}", "extract") for i in range(workers)]
+            roles = {"web": [d.web], "coordinator": [d.workers["coordinator"]], "extract": extractors}
         cpu_before = {role: sum(tree_cpu_seconds(p.pid) for p in procs) for role, procs in roles.items()}
         started = time.perf_counter()
         notebook_id = d.api.create(ids)
@@ -116,6 +120,9 @@ def run(workers: int, resources: int, tmp: Path) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resources", type=int, default=300)
+    parser.add_argument("--workers", default="1,2,4", help="extract worker counts, comma-separated")
+    parser.add_argument("--shared", action="store_true", help="every worker serves both queues")
+    parser.add_argument("--no-double", action="store_true", help="skip the run with twice the resources")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     files = [CORPUS / "pdf" / name for name in PDFS]
@@ -127,9 +134,12 @@ def main() -> None:
           "| peak MiB per worker | CPU s web / coordinator / extract |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     base = None
-    for workers, resources in ((1, args.resources), (2, args.resources), (4, args.resources), (1, args.resources * 2)):
+    runs = [(int(n), args.resources) for n in args.workers.split(",")]
+    if not args.no_double:
+        runs.append((1, args.resources * 2))
+    for workers, resources in runs:
         with tempfile.TemporaryDirectory() as tmp:
-            row = run(workers, resources, Path(tmp))
+            row = run(workers, resources, Path(tmp), args.shared)
         if base is None:
             base = row["pages_s"]
         print(

@@ -5,16 +5,16 @@ database, so extract workers scale out on machines that do not hold ``notebooks.
 """
 from __future__ import annotations
 
-import base64
 import mimetypes
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline.chunker import chunk_segments
-from pipeline.embedder import Embedder, to_bytes
+from pipeline.embedder import Embedder
+from pipeline.evidence_pack import Evidence, evidence_of
 from pipeline.extractors import extract
 from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
@@ -23,27 +23,31 @@ from pipeline.types import Extraction, PipelineError, SourceRef
 
 @dataclass
 class SourceResult:
-    """The JSON-friendly outcome of processing one source (a Celery message payload)."""
+    """The outcome of processing one source. Its message form (a Celery payload) leaves the
+    evidence out: that travels as a pack file (pipeline.evidence_pack)."""
 
     source_id: str
     status: str  # "extracted" | "not_modified" | "error" | "cancelled"
     error_code: str | None = None
     error: str | None = None
     meta: dict[str, Any] = field(default_factory=dict)
-    chunks: list[dict[str, Any]] = field(default_factory=list)
-    embedder: str | None = None
+    evidence: Evidence | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """Shallow on purpose: ``asdict`` would deep-copy every chunk of a large source."""
-        return {item.name: getattr(self, item.name) for item in fields(self)}
+    def to_message(self) -> dict[str, Any]:
+        return {
+            "source_id": self.source_id,
+            "status": self.status,
+            "error_code": self.error_code,
+            "error": self.error,
+            "meta": self.meta,
+        }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "SourceResult":
-        return cls(**data)
-
-
-def decode_vector(encoded: str) -> bytes:
-    return base64.b64decode(encoded)
+    def from_message(cls, data: dict[str, Any], evidence: Evidence | None = None) -> "SourceResult":
+        return cls(
+            data["source_id"], data["status"], data.get("error_code"), data.get("error"),
+            data.get("meta") or {}, evidence,
+        )
 
 
 AttachmentReader = Callable[[], tuple[bytes, str]]
@@ -117,19 +121,8 @@ def process_source(
     identity = f"{content_hash}\n{ref.resource_id}\n{ref.field}\n{ref.value}"
     chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()))
     vectors = embedder.embed([chunk.text for chunk in chunks])
-    return SourceResult(
-        source_id,
-        "extracted",
-        meta=meta,
-        embedder=embedder.name,
-        chunks=[
-            {
-                "chunk_id": chunk.chunk_id,
-                "ordinal": chunk.ordinal,
-                "text": chunk.text,
-                "locator": chunk.locator,
-                "vector": base64.b64encode(to_bytes(vector)).decode(),
-            }
-            for chunk, vector in zip(chunks, vectors)
-        ],
-    )
+    rows = [
+        {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk.locator}
+        for chunk in chunks
+    ]
+    return SourceResult(source_id, "extracted", meta=meta, evidence=evidence_of(embedder.name, rows, vectors))

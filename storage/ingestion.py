@@ -12,7 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey
-from pipeline.source_processing import SourceResult, decode_vector
+from pipeline.source_processing import SourceResult
 from pipeline.types import SourceRef
 from storage import jobs, retention, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
@@ -153,13 +153,14 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
     now = utcnow()
     _apply_meta(source, result.meta)
     source.checked_at = now
-    if result.status == "extracted":
+    if result.status == "extracted" and result.evidence is not None:
         source.fingerprint = source.fingerprint or result.meta.get("content_hash")
+        evidence = result.evidence
         rows = [
-            revisions.ChunkRow(c["chunk_id"], c["ordinal"], c["text"], c["locator"], decode_vector(c["vector"]))
-            for c in result.chunks
+            revisions.ChunkRow(c["chunk_id"], c["ordinal"], c["text"], c["locator"], evidence.vector(i))
+            for i, c in enumerate(evidence.chunks)
         ]
-        revisions.store_chunks(session, source, rows, embedder=result.embedder or "")
+        revisions.store_chunks(session, source, rows, embedder=evidence.embedder)
         source.state = "available"
         if source.kind == "url":
             _audit(session, job, source, "changed", None)

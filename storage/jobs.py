@@ -155,3 +155,10 @@ def transition(session: Session, job_id: str, from_states: tuple[str, ...], to_s
 
 def get(session: Session, job_id: str) -> Job | None:
     return session.get(Job, job_id)
+
+
+def unfinished_ids(session: Session, job_ids: list[str]) -> set[str]:
+    """Which of ``job_ids`` are still queued, running or cancelling (the rest may be cleaned up)."""
+    if not job_ids:
+        return set()
+    return set(session.scalars(select(Job.id).where(Job.id.in_(job_ids), Job.state.in_(ACTIVE_STATES))))

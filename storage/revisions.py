@@ -25,7 +25,7 @@ class ChunkRow:
     ordinal: int
     text: str
     locator: dict[str, Any]
-    vector: bytes
+    vector: bytes | memoryview
 
 
 def create_draft(session: Session, notebook: Notebook, job_id: str) -> Revision:

@@ -16,6 +16,7 @@ from celery import chain, shared_task
 
 from app.extensions import services
 from app.services.current_sources import plan
+from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
 from pipeline.planning import unchanged
 from pipeline.source_processing import SourceResult, process_source
@@ -103,7 +104,7 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
     source = SourceRef.from_dict(ref)
     # Attachments learn the job's state from the byte fetch itself; URLs ask first.
     if source.kind != "attachment" and api.job_state(job_id) in ("cancelling", "cancelled"):
-        return SourceResult(source_id, "cancelled").to_dict()
+        return SourceResult(source_id, "cancelled").to_message()
     try:
         result = process_source(
             source_id,
@@ -120,14 +121,47 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
         result = SourceResult(source_id, "error", "EXTRACTION_FAILED", f"{type(err).__name__}: {err}"[:500])
     if result.error_code == "JOB_CANCELLED":
         result = SourceResult(source_id, "cancelled")
-    return result.to_dict()
+    if result.evidence is not None:
+        result = _upload_evidence(job_id, result)
+    return result.to_message()
+
+
+def _upload_evidence(job_id: str, result: SourceResult) -> SourceResult:
+    """Send the evidence to the instance that owns the database; only the outcome travels on
+    the broker (pipeline.evidence_pack says why)."""
+    assert result.evidence is not None
+    try:
+        services().internal_api.put_evidence(job_id, result.source_id, evidence_pack.encode(result.evidence))
+    except PipelineError as err:
+        if err.code in ("JOB_CANCELLED", "SOURCE_NOT_PENDING"):
+            return SourceResult(result.source_id, "cancelled")  # nothing left to store
+        return SourceResult(result.source_id, "error", err.code, err.message, result.meta)
+    return result
+
+
+def _spooled_evidence(job_id: str, message: dict) -> SourceResult | None:
+    """The message with its evidence read back from the spool; None when the pack is missing
+    (the source stays ``indexing`` and lease recovery extracts it again)."""
+    source_id = message["source_id"]
+    if message["status"] != "extracted":
+        return SourceResult.from_message(message)
+    data = services().spool.read(job_id, source_id)
+    if data is None:
+        log.warning("no evidence pack for source %s of job %s; left for recovery", source_id, job_id)
+        return None
+    try:
+        return SourceResult.from_message(message, evidence_pack.decode(data))
+    except PipelineError as err:
+        return SourceResult(source_id, "error", err.code, err.message, message.get("meta") or {})
 
 
 @shared_task(name="store_extraction")
-def store_extraction(result: dict, job_id: str) -> None:
+def store_extraction(message: dict, job_id: str) -> None:
     """Store one source's result in the draft; the last one activates the revision."""
     svc = services()
-    parsed = SourceResult.from_dict(result)
+    parsed = _spooled_evidence(job_id, message)
+    if parsed is None:
+        return
     with svc.db.session() as session:
         job = jobs.get(session, job_id)
         if job is not None and job.state == "cancelling":
@@ -139,6 +173,7 @@ def store_extraction(result: dict, job_id: str) -> None:
         keep_bytes = (source.value, source.content_hash) if source and source.kind == "attachment" else None
         jobs.heartbeat(session, job_id, lease())
         finish = ingestion.finish_if_complete(session, job, notebook, retention())
+    svc.spool.discard(job_id, parsed.source_id)
     if keep_bytes and parsed.status == "extracted":
         _keep_attachment_copy(*keep_bytes)
     after_finish(finish)

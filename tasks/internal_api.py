@@ -41,6 +41,19 @@ class InternalApi:
         except ValueError:
             raise PipelineError("INTERNAL_API_ERROR", f"internal API answered {response.status_code}") from None
 
+    def put_evidence(self, job_id: str, source_id: str, pack: bytes) -> None:
+        """Upload a source's evidence pack; PipelineError("JOB_CANCELLED" / "SOURCE_NOT_PENDING"
+        / "EVIDENCE_TOO_LARGE") when the instance will not take it."""
+        try:
+            response = self.client.put(
+                f"/internal/jobs/{job_id}/sources/{source_id}/evidence",
+                content=pack,
+                headers={"Content-Type": "application/octet-stream"},
+            )
+        except httpx.TransportError as err:
+            raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
+        self._raise_for(response)
+
     def job_state(self, job_id: str) -> str:
         response = self._get(f"/internal/jobs/{job_id}")
         self._raise_for(response)

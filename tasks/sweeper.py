@@ -14,6 +14,7 @@ from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
 from tasks.ingest import after_finish, dispatch_ingest, dispatch_orders, lease, retention
 
+
 @shared_task(name="sweep_jobs")
 def sweep_jobs() -> int:
     svc = services()
@@ -38,6 +39,17 @@ def sweep_jobs() -> int:
         dispatch_ingest(job_id)
     for finish in finished:
         after_finish(finish)
+    _discard_finished_packs()
     if svc.settings.embedded:
         purge_consumed(svc.settings.system_dir / "broker.sqlite3")
     return len(orders) + len(restart) + len(finished)
+
+
+def _discard_finished_packs() -> None:
+    """Evidence packs of ended jobs (uploads whose store message was lost or ignored)."""
+    svc = services()
+    spooled = svc.spool.job_ids()
+    with svc.db.reader() as session:
+        keep = jobs.unfinished_ids(session, spooled)
+    for job_id in set(spooled) - keep:
+        svc.spool.discard_job(job_id)

@@ -1,19 +1,22 @@
 """/internal: what stateless extract workers need from the instance that owns the database.
 
 Guarded by the instance's shared secret (never a user token); answers only job state and the
-bytes of attachment sources, so a leaked worker credential cannot read notebooks or chats.
+bytes of attachment sources, and takes evidence packs for sources still being indexed, so a
+leaked worker credential cannot read notebooks or chats.
 """
 from __future__ import annotations
 
 import hmac
 
 from flask import Blueprint, request, send_file
+from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.errors import ApiError
 from app.extensions import services
 from pipeline.catalogue import resolve_attachment
 from storage import jobs
 from storage.models import Source
+from storage.spool import PackTooLarge
 
 bp = Blueprint("internal", __name__, url_prefix="/internal")
 
@@ -54,3 +57,34 @@ def source_content(source_id: str):  # type: ignore[no-untyped-def]
             413, "FILE_TOO_LARGE", f"{path.name} is {size} bytes; the limit is {svc.settings.attachment_max_bytes}."
         )
     return send_file(path, as_attachment=True, download_name=path.name, conditional=False)
+
+
+@bp.put("/jobs/<job_id>/sources/<source_id>/evidence")
+def put_evidence(job_id: str, source_id: str):  # type: ignore[no-untyped-def]
+    """Spool one source's evidence pack next to the database for the coordinator to store.
+
+    Only for a source of the job's draft that still waits for its result, so a late or repeated
+    upload cannot touch a finished source.
+    """
+    svc = services()
+    with svc.db.reader() as session:
+        job = jobs.get(session, job_id)
+        if job is None:
+            raise ApiError(404, "JOB_NOT_FOUND", "No such job.")
+        if job.state in ("cancelling", "cancelled"):
+            raise ApiError(409, "JOB_CANCELLED", "The job of this source was cancelled.")
+        source = session.get(Source, source_id)
+        if source is None or source.revision_id != job.revision_id or job.state != "running":
+            raise ApiError(404, "SOURCE_NOT_FOUND", "No such source in this job's draft.")
+        if source.state != "indexing":
+            raise ApiError(409, "SOURCE_NOT_PENDING", "This source already has its result.")
+    limit = svc.settings.evidence_max_bytes
+    too_large = ApiError(413, "EVIDENCE_TOO_LARGE", f"The evidence pack is over {limit} bytes.")
+    if (request.content_length or 0) > limit:
+        raise too_large
+    request.max_content_length = limit  # the app-wide cap is for JSON requests
+    try:
+        size = svc.spool.write(job_id, source_id, request.stream, limit)
+    except (PackTooLarge, RequestEntityTooLarge):
+        raise too_large from None
+    return {"job_id": job_id, "source_id": source_id, "bytes": size}, 201

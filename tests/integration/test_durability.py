@@ -2,7 +2,9 @@
 recovery after SIGKILL and after a Redis restart, incremental reuse, retry, stale, removal."""
 from __future__ import annotations
 
+import shutil
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -118,6 +120,38 @@ def test_redis_restart_losing_queued_messages_then_recovery(tmp_path: Path) -> N
         d.start_worker("w", beat=True)
         detail = d.api.wait_for_job(notebook_id, timeout=120)
         assert detail["job"]["state"] == "succeeded" and detail["active_revision"]["number"] == 1
+
+
+def test_lost_evidence_packs_are_extracted_again_and_the_spool_empties(tmp_path: Path) -> None:
+    """Packs deleted before the coordinator stored them: those sources stay ``indexing`` and lease
+    recovery sends their extraction again; nothing is stored twice and no pack is left behind."""
+    vault = big_vault(tmp_path)
+    with deployment(tmp_path, vault.root, vault.table_id, **FAST) as d:
+        spool = Path(d.env["LOCAL_DATA"]) / "system" / "spool"
+        d.start_web()
+        d.start_worker("coordinator", "coordinator", beat=True)
+        notebook_id = d.api.create(["dmca", "big-00", "big-01"])
+        d.api.wait_until(notebook_id, lambda nb: (nb["job"] or {}).get("total") == 3)
+        d.kill_worker("coordinator", signal.SIGKILL)
+        d.start_worker("extract", "extract")
+        deadline = time.monotonic() + 120
+        while len(list(spool.rglob("*.pack"))) < 3 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(list(spool.rglob("*.pack"))) == 3
+        shutil.rmtree(spool)
+        d.start_worker("coordinator", "coordinator", beat=True)
+        detail = d.api.wait_for_job(notebook_id, timeout=120)
+        assert detail["job"]["state"] == "succeeded"
+        assert "no evidence pack" in (tmp_path / "worker-coordinator.log").read_text()
+        revision_id = detail["active_revision"]["id"]
+        assert d.query("SELECT DISTINCT state FROM sources WHERE revision_id = ?", revision_id) == [("available",)]
+        assert d.query(
+            "SELECT count(*) = count(DISTINCT source_id || ordinal) FROM chunks WHERE revision_id = ?", revision_id
+        ) == [(1,)]
+        deadline = time.monotonic() + 30
+        while spool.exists() and any(spool.iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not spool.exists() or not any(spool.iterdir())
 
 
 def _replace(vault: VaultBuilder, rel_path: str, data: bytes) -> None:

@@ -1,0 +1,73 @@
+"""Evidence packs waiting to be stored, under LOCAL_DATA/system/spool/<job id>/<source id>.pack.
+
+An extract worker uploads a source's pack to the API instance (it cannot reach the database);
+the coordinator on the same host reads it when the small ``store_extraction`` message arrives and
+removes it once the source is committed. The job row stays the only truth: a pack that is lost
+(disk cleaned, upload never finished) only means the source is still ``indexing``, and lease
+recovery re-sends its extraction like any lost message.
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import BinaryIO
+
+_ID = re.compile(r"[0-9a-f]{32}")
+_BLOCK = 1024 * 1024
+
+
+class PackTooLarge(Exception):
+    pass
+
+
+class EvidenceSpool:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def _job_dir(self, job_id: str) -> Path:
+        if not _ID.fullmatch(job_id):
+            raise ValueError(f"not a job id: {job_id!r}")
+        return self.root / job_id
+
+    def path(self, job_id: str, source_id: str) -> Path:
+        if not _ID.fullmatch(source_id):
+            raise ValueError(f"not a source id: {source_id!r}")
+        return self._job_dir(job_id) / f"{source_id}.pack"
+
+    def write(self, job_id: str, source_id: str, stream: BinaryIO, max_bytes: int) -> int:
+        """Copy ``stream`` in; readers see the whole pack or none (rename), never a partial one."""
+        target = self.path(job_id, source_id)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        written = 0
+        with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as writer:
+            try:
+                while block := stream.read(_BLOCK):
+                    written += len(block)
+                    if written > max_bytes:
+                        raise PackTooLarge(f"the pack is over {max_bytes} bytes")
+                    writer.write(block)
+            except BaseException:
+                os.unlink(writer.name)
+                raise
+        os.replace(writer.name, target)
+        return written
+
+    def read(self, job_id: str, source_id: str) -> bytes | None:
+        try:
+            return self.path(job_id, source_id).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    def discard(self, job_id: str, source_id: str) -> None:
+        self.path(job_id, source_id).unlink(missing_ok=True)
+
+    def discard_job(self, job_id: str) -> None:
+        shutil.rmtree(self._job_dir(job_id), ignore_errors=True)
+
+    def job_ids(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return [entry.name for entry in self.root.iterdir() if _ID.fullmatch(entry.name)]
