@@ -1,10 +1,11 @@
 """Ingestion throughput: the raw PDF extractor against the whole pipeline with 1, 2 and 4 workers.
 
-Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double]
+Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double] [--shared]
 
 Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
 compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
-(VmHWM) of any process of an extract worker.
+(VmHWM) of any process of an extract worker. ``--shared`` runs N workers that each serve both
+queues (what `gnosi worker` does by default) instead of a dedicated coordinator.
 """
 from __future__ import annotations
 
@@ -113,7 +114,7 @@ def run(workers: int, resources: int, tmp: Path, shared: bool) -> dict[str, floa
             "pages_s": pages / elapsed,
             "resources_s": resources / elapsed,
             "peak_mib": max(peaks) / 1024,
-            "cpu": " / ".join(f"{cpu[role]:.1f}" for role in roles),
+            "cpu": ", ".join(f"{role} {cpu[role]:.1f}" for role in roles),
         }
 
 
@@ -129,9 +130,10 @@ def main() -> None:
     files = [files[i % len(files)] for i in range(args.resources)]
     raw, _ = raw_pages_per_second(files)
     print(f"corpus: {args.resources} resources cycling over {len(PDFS)} PDFs; cores: {os.cpu_count()}")
+    print("workers: " + ("each serves both queues" if args.shared else "one coordinator plus N extract workers"))
     print(f"raw extractor (PDFium page text, one process): {raw:.0f} pages/s\n")
     print("| extract workers | resources | pages | seconds | pages/s | resources/s | e2e / raw | speed-up "
-          "| peak MiB per worker | CPU s web / coordinator / extract |")
+          "| peak MiB per worker | CPU s per role |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     base = None
     runs = [(int(n), args.resources) for n in args.workers.split(",")]
