@@ -37,7 +37,7 @@ class Settings:
     fetch_max_bytes: int = 50 * 1024 * 1024
     fetch_timeout_seconds: int = 30
     attachment_max_bytes: int = 200 * 1024 * 1024
-    evidence_max_bytes: int = 1024 * 1024 * 1024
+    evidence_max_bytes: int = 256 * 1024 * 1024
     embedder: str = "hashing"
     internal_api_url: str = ""
     internal_token: str = ""
@@ -70,7 +70,7 @@ class Settings:
             fetch_max_bytes=_int(env, "GNOSI_FETCH_MAX_BYTES", 50 * 1024 * 1024),
             fetch_timeout_seconds=_int(env, "GNOSI_FETCH_TIMEOUT_SECONDS", 30),
             attachment_max_bytes=_int(env, "GNOSI_ATTACHMENT_MAX_BYTES", 200 * 1024 * 1024),
-            evidence_max_bytes=_int(env, "GNOSI_EVIDENCE_MAX_BYTES", 1024 * 1024 * 1024),
+            evidence_max_bytes=_int(env, "GNOSI_EVIDENCE_MAX_BYTES", 256 * 1024 * 1024),
             embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
             internal_api_url=env.get("GNOSI_INTERNAL_API_URL", "").strip().rstrip("/"),
             internal_token=env.get("GNOSI_INTERNAL_TOKEN", "").strip(),

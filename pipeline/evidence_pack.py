@@ -9,7 +9,9 @@ set, piped to the pool child and decoded back: about a third of the coordinator'
 the vectors as one little-endian float32 matrix, so reading one is a single ``json.loads`` plus
 zero-copy slices of the matrix.
 
-Layout: ``MAGIC`` | header length (4 bytes, little-endian) | header JSON (UTF-8) | vectors.
+Layout: ``MAGIC`` | header length, dimensions, chunk count (4 bytes each, little-endian) | header
+JSON (UTF-8) | vectors. The fixed prefix lets the receiving instance check that a pack is whole
+from its first bytes and its length, without parsing it (``check_size``).
 """
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ import numpy as np
 
 from pipeline.types import PipelineError
 
-MAGIC = b"GNPACK1\n"
-_LENGTH = struct.Struct("<I")
+MAGIC = b"GNPACK2\n"
+_PREFIX = struct.Struct("<III")  # header length, dimensions, chunk count
+PREFIX_SIZE = len(MAGIC) + _PREFIX.size
 _CHUNK_FIELDS = ("chunk_id", "ordinal", "text", "locator")
 
 
@@ -50,29 +53,46 @@ def evidence_of(embedder: str, chunks: list[dict[str, Any]], vectors: np.ndarray
 
 def encode(evidence: Evidence) -> bytes:
     header = json.dumps(
-        {"embedder": evidence.embedder, "dim": evidence.dim, "chunks": evidence.chunks},
-        ensure_ascii=False,
-        separators=(",", ":"),
+        {"embedder": evidence.embedder, "chunks": evidence.chunks}, ensure_ascii=False, separators=(",", ":")
     ).encode()
-    return b"".join((MAGIC, _LENGTH.pack(len(header)), header, evidence.vectors))
+    prefix = _PREFIX.pack(len(header), evidence.dim, len(evidence.chunks))
+    return b"".join((MAGIC, prefix, header, evidence.vectors))
+
+
+def _invalid(reason: str) -> PipelineError:
+    return PipelineError("EVIDENCE_PACK_INVALID", reason)
+
+
+def _prefix(data: bytes | memoryview) -> tuple[int, int, int]:
+    if len(data) < PREFIX_SIZE or bytes(data[:len(MAGIC)]) != MAGIC:
+        raise _invalid("not an evidence pack of this version")
+    header_length, dim, count = _PREFIX.unpack(data[len(MAGIC):PREFIX_SIZE])
+    if dim < 1:
+        raise _invalid("a pack's vectors need at least one dimension")
+    return header_length, dim, count
+
+
+def check_size(first_bytes: bytes, size: int) -> None:
+    """Raises PipelineError("EVIDENCE_PACK_INVALID") unless a pack starting with ``first_bytes``
+    (at least ``PREFIX_SIZE`` of them) is exactly ``size`` bytes long: catches cut uploads."""
+    header_length, dim, count = _prefix(first_bytes)
+    if size != PREFIX_SIZE + header_length + 4 * dim * count:
+        raise _invalid(f"the pack is {size} bytes, its prefix describes another length")
 
 
 def decode(data: bytes) -> Evidence:
     """Raises PipelineError("EVIDENCE_PACK_INVALID") for anything that is not a whole pack."""
     view = memoryview(data)
-    start = len(MAGIC) + _LENGTH.size
-    if bytes(view[:len(MAGIC)]) != MAGIC or len(view) < start:
-        raise PipelineError("EVIDENCE_PACK_INVALID", "not an evidence pack")
-    (header_length,) = _LENGTH.unpack(view[len(MAGIC):start])
+    header_length, dim, count = _prefix(view)
+    check_size(bytes(view[:PREFIX_SIZE]), len(view))
     try:
-        header = json.loads(bytes(view[start:start + header_length]))
-        embedder, dim, chunks = header["embedder"], int(header["dim"]), header["chunks"]
-        valid = isinstance(chunks, list) and all(
-            isinstance(chunk, dict) and all(name in chunk for name in _CHUNK_FIELDS) for chunk in chunks
-        )
+        header = json.loads(bytes(view[PREFIX_SIZE:PREFIX_SIZE + header_length]))
+        embedder, chunks = str(header["embedder"]), header["chunks"]
     except (ValueError, KeyError, TypeError) as err:
-        raise PipelineError("EVIDENCE_PACK_INVALID", f"unreadable pack header: {err}") from None
-    vectors = view[start + header_length:]
-    if not valid or dim < 1 or len(vectors) != 4 * dim * len(chunks):
-        raise PipelineError("EVIDENCE_PACK_INVALID", "the pack's chunks and vectors do not match")
-    return Evidence(embedder, dim, chunks, vectors)
+        raise _invalid(f"unreadable pack header: {err}") from None
+    valid = isinstance(chunks, list) and len(chunks) == count and all(
+        isinstance(chunk, dict) and all(name in chunk for name in _CHUNK_FIELDS) for chunk in chunks
+    )
+    if not valid:
+        raise _invalid("the pack's chunks do not match its vectors")
+    return Evidence(embedder, dim, chunks, view[PREFIX_SIZE + header_length:])

@@ -153,7 +153,9 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
     now = utcnow()
     _apply_meta(source, result.meta)
     source.checked_at = now
-    if result.status == "extracted" and result.evidence is not None:
+    if result.status == "extracted":
+        if result.evidence is None:
+            raise ValueError(f"an extracted result for source {source.id} came without its evidence")
         source.fingerprint = source.fingerprint or result.meta.get("content_hash")
         evidence = result.evidence
         rows = [

@@ -1,10 +1,12 @@
-"""Evidence packs waiting to be stored, under LOCAL_DATA/system/spool/<job id>/<source id>.pack.
+"""Evidence packs waiting to be stored: LOCAL_DATA/system/spool/<job id>/<source id>.<pack id>.pack.
 
 An extract worker uploads a source's pack to the API instance (it cannot reach the database);
-the coordinator on the same host reads it when the small ``store_extraction`` message arrives and
-removes it once the source is committed. The job row stays the only truth: a pack that is lost
-(disk cleaned, upload never finished) only means the source is still ``indexing``, and lease
-recovery re-sends its extraction like any lost message.
+the coordinator on the same host reads it when the small ``store_extraction`` message naming it
+arrives, and removes it once the source is committed. Each upload has its own pack id, so two
+attempts at one source (a re-delivered or recovered extraction) never overwrite each other: a
+message is always stored with the pack it names. The job row stays the only truth: a pack that
+is lost or torn (disk cleaned, power cut before the OS wrote it) only means the source is still
+``indexing``, and lease recovery re-sends its extraction like any lost message.
 """
 from __future__ import annotations
 
@@ -12,11 +14,13 @@ import os
 import re
 import shutil
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
-_ID = re.compile(r"[0-9a-f]{32}")
+_ID = PACK_ID = re.compile(r"[0-9a-f]{32}")
 _BLOCK = 1024 * 1024
+_HEAD = 64  # bytes handed to a write's check, enough for any fixed prefix
 
 
 class PackTooLarge(Exception):
@@ -32,14 +36,24 @@ class EvidenceSpool:
             raise ValueError(f"not a job id: {job_id!r}")
         return self.root / job_id
 
-    def path(self, job_id: str, source_id: str) -> Path:
-        if not _ID.fullmatch(source_id):
-            raise ValueError(f"not a source id: {source_id!r}")
-        return self._job_dir(job_id) / f"{source_id}.pack"
+    def path(self, job_id: str, source_id: str, pack_id: str) -> Path:
+        if not (_ID.fullmatch(source_id) and _ID.fullmatch(pack_id)):
+            raise ValueError(f"not a source and pack id: {source_id!r}, {pack_id!r}")
+        return self._job_dir(job_id) / f"{source_id}.{pack_id}.pack"
 
-    def write(self, job_id: str, source_id: str, stream: BinaryIO, max_bytes: int) -> int:
-        """Copy ``stream`` in; readers see the whole pack or none (rename), never a partial one."""
-        target = self.path(job_id, source_id)
+    def write(
+        self,
+        job_id: str,
+        source_id: str,
+        pack_id: str,
+        stream: IO[bytes],
+        *,
+        max_bytes: int,
+        check: Callable[[bytes, int], None],
+    ) -> int:
+        """Copy ``stream`` in. ``check(first bytes, size)`` may raise to refuse what arrived;
+        readers see a whole accepted pack or none (rename), never a partial one."""
+        target = self.path(job_id, source_id, pack_id)
         target.parent.mkdir(parents=True, exist_ok=True)
         written = 0
         with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as writer:
@@ -49,20 +63,23 @@ class EvidenceSpool:
                     if written > max_bytes:
                         raise PackTooLarge(f"the pack is over {max_bytes} bytes")
                     writer.write(block)
+                writer.flush()
+                with open(writer.name, "rb") as head:
+                    check(head.read(_HEAD), written)
             except BaseException:
                 os.unlink(writer.name)
                 raise
         os.replace(writer.name, target)
         return written
 
-    def read(self, job_id: str, source_id: str) -> bytes | None:
+    def read(self, job_id: str, source_id: str, pack_id: str) -> bytes | None:
         try:
-            return self.path(job_id, source_id).read_bytes()
+            return self.path(job_id, source_id, pack_id).read_bytes()
         except FileNotFoundError:
             return None
 
-    def discard(self, job_id: str, source_id: str) -> None:
-        self.path(job_id, source_id).unlink(missing_ok=True)
+    def discard(self, job_id: str, source_id: str, pack_id: str) -> None:
+        self.path(job_id, source_id, pack_id).unlink(missing_ok=True)
 
     def discard_job(self, job_id: str) -> None:
         shutil.rmtree(self._job_dir(job_id), ignore_errors=True)

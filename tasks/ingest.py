@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import uuid
 from datetime import timedelta
 
 from celery import chain, shared_task
@@ -122,36 +123,41 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
     if result.error_code == "JOB_CANCELLED":
         result = SourceResult(source_id, "cancelled")
     if result.evidence is not None:
-        result = _upload_evidence(job_id, result)
+        return _upload_evidence(job_id, result)
     return result.to_message()
 
 
-def _upload_evidence(job_id: str, result: SourceResult) -> SourceResult:
-    """Send the evidence to the instance that owns the database; only the outcome travels on
-    the broker (pipeline.evidence_pack says why)."""
+def _upload_evidence(job_id: str, result: SourceResult) -> dict:
+    """Send the evidence to the instance that owns the database and return the message that names
+    it: only the outcome travels on the broker (pipeline.evidence_pack says why)."""
     assert result.evidence is not None
+    pack_id = uuid.uuid4().hex  # each attempt its own pack: a retry never replaces another's
     try:
-        services().internal_api.put_evidence(job_id, result.source_id, evidence_pack.encode(result.evidence))
+        services().internal_api.put_evidence(job_id, result.source_id, pack_id, evidence_pack.encode(result.evidence))
     except PipelineError as err:
         if err.code in ("JOB_CANCELLED", "SOURCE_NOT_PENDING"):
-            return SourceResult(result.source_id, "cancelled")  # nothing left to store
-        return SourceResult(result.source_id, "error", err.code, err.message, result.meta)
-    return result
+            return SourceResult(result.source_id, "cancelled").to_message()  # nothing left to store
+        return SourceResult(result.source_id, "error", err.code, err.message, result.meta).to_message()
+    return {**result.to_message(), "pack": pack_id}
 
 
-def _spooled_evidence(job_id: str, message: dict) -> SourceResult | None:
-    """The message with its evidence read back from the spool; None when the pack is missing
+def _with_evidence(job_id: str, message: dict) -> SourceResult | None:
+    """The message with the evidence of the pack it names; None when that pack is missing or torn
     (the source stays ``indexing`` and lease recovery extracts it again)."""
-    source_id = message["source_id"]
     if message["status"] != "extracted":
         return SourceResult.from_message(message)
-    data = services().spool.read(job_id, source_id)
-    if data is None:
-        log.warning("no evidence pack for source %s of job %s; left for recovery", source_id, job_id)
+    source_id, pack_id = message["source_id"], message.get("pack")
+    data = services().spool.read(job_id, source_id, pack_id) if pack_id else None
+    try:
+        if data is None:
+            raise PipelineError("EVIDENCE_PACK_MISSING", f"no pack {pack_id} in the spool")
+        evidence_pack.check_size(data[:evidence_pack.PREFIX_SIZE], len(data))
+    except PipelineError as err:
+        log.warning("source %s of job %s left for recovery: %s", source_id, job_id, err.message)
         return None
     try:
         return SourceResult.from_message(message, evidence_pack.decode(data))
-    except PipelineError as err:
+    except PipelineError as err:  # whole but unreadable: extracting again would make it again
         return SourceResult(source_id, "error", err.code, err.message, message.get("meta") or {})
 
 
@@ -159,22 +165,28 @@ def _spooled_evidence(job_id: str, message: dict) -> SourceResult | None:
 def store_extraction(message: dict, job_id: str) -> None:
     """Store one source's result in the draft; the last one activates the revision."""
     svc = services()
-    parsed = _spooled_evidence(job_id, message)
-    if parsed is None:
-        return
-    with svc.db.session() as session:
-        job = jobs.get(session, job_id)
-        if job is not None and job.state == "cancelling":
-            ingestion.cancel(session, job)
-        if job is None or job.state != "running":
-            return
-        notebook = session.get(Notebook, job.notebook_id)
-        source = ingestion.record_result(session, job, notebook, parsed)
-        keep_bytes = (source.value, source.content_hash) if source and source.kind == "attachment" else None
-        jobs.heartbeat(session, job_id, lease())
-        finish = ingestion.finish_if_complete(session, job, notebook, retention())
-    svc.spool.discard(job_id, parsed.source_id)
-    if keep_bytes and parsed.status == "extracted":
+    finish: ingestion.Finish | None = None
+    keep_bytes: tuple[str, str | None] | None = None
+    try:
+        with svc.db.session() as session:
+            job = jobs.get(session, job_id)
+            if job is not None and job.state == "cancelling":
+                ingestion.cancel(session, job)
+            if job is None or job.state != "running":
+                return
+            parsed = _with_evidence(job_id, message)
+            if parsed is None:
+                return
+            notebook = session.get(Notebook, job.notebook_id)
+            source = ingestion.record_result(session, job, notebook, parsed)
+            if source is not None and source.kind == "attachment" and parsed.status == "extracted":
+                keep_bytes = (source.value, source.content_hash)
+            jobs.heartbeat(session, job_id, lease())
+            finish = ingestion.finish_if_complete(session, job, notebook, retention())
+    finally:
+        if message.get("pack"):
+            svc.spool.discard(job_id, message["source_id"], message["pack"])
+    if keep_bytes:
         _keep_attachment_copy(*keep_bytes)
     after_finish(finish)
 

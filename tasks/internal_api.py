@@ -6,6 +6,9 @@ import httpx
 from pipeline.types import PipelineError
 
 TIMEOUT = httpx.Timeout(60.0, connect=5.0)
+# Connection attempts retried inside the client (a restarting API instance), so an upload does not
+# send the whole extraction back through the task's own, much slower, retry.
+CONNECT_RETRIES = 3
 
 
 class InternalApiUnavailable(Exception):
@@ -20,7 +23,11 @@ class InternalApi:
         self.base_url = base_url
         self.max_bytes = max_bytes
         self.client = httpx.Client(
-            base_url=base_url, timeout=TIMEOUT, headers={"Authorization": f"Bearer {secret}"}, trust_env=False
+            base_url=base_url,
+            timeout=TIMEOUT,
+            headers={"Authorization": f"Bearer {secret}"},
+            trust_env=False,
+            transport=httpx.HTTPTransport(retries=CONNECT_RETRIES),
         )
 
     def _get(self, path: str) -> httpx.Response:
@@ -41,12 +48,12 @@ class InternalApi:
         except ValueError:
             raise PipelineError("INTERNAL_API_ERROR", f"internal API answered {response.status_code}") from None
 
-    def put_evidence(self, job_id: str, source_id: str, pack: bytes) -> None:
+    def put_evidence(self, job_id: str, source_id: str, pack_id: str, pack: bytes) -> None:
         """Upload a source's evidence pack; PipelineError("JOB_CANCELLED" / "SOURCE_NOT_PENDING"
-        / "EVIDENCE_TOO_LARGE") when the instance will not take it."""
+        / "EVIDENCE_TOO_LARGE" / "EVIDENCE_PACK_INVALID") when the instance will not take it."""
         try:
             response = self.client.put(
-                f"/internal/jobs/{job_id}/sources/{source_id}/evidence",
+                f"/internal/jobs/{job_id}/sources/{source_id}/evidence/{pack_id}",
                 content=pack,
                 headers={"Content-Type": "application/octet-stream"},
             )

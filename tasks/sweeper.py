@@ -5,6 +5,8 @@ receive twice: claims are compare-and-set, and results for finished sources are 
 """
 from __future__ import annotations
 
+import logging
+
 from celery import shared_task
 
 from app.extensions import services
@@ -13,6 +15,8 @@ from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
 from tasks.ingest import after_finish, dispatch_ingest, dispatch_orders, lease, retention
+
+log = logging.getLogger(__name__)
 
 
 @shared_task(name="sweep_jobs")
@@ -39,9 +43,12 @@ def sweep_jobs() -> int:
         dispatch_ingest(job_id)
     for finish in finished:
         after_finish(finish)
-    _discard_finished_packs()
     if svc.settings.embedded:
         purge_consumed(svc.settings.system_dir / "broker.sqlite3")
+    try:
+        _discard_finished_packs()
+    except OSError:  # a spool on a broken disk must not stop the recovery above from running again
+        log.exception("could not clean the evidence spool")
     return len(orders) + len(restart) + len(finished)
 
 

@@ -1,8 +1,10 @@
 """/internal: what stateless extract workers need from the instance that owns the database.
 
 Guarded by the instance's shared secret (never a user token); answers only job state and the
-bytes of attachment sources, and takes evidence packs for sources still being indexed, so a
-leaked worker credential cannot read notebooks or chats.
+bytes of attachment sources, so a leaked worker credential cannot read notebooks or chats. It
+also takes evidence packs for sources of a running job's draft: the holder of the secret is a
+trusted extract worker, and can put text into drafts being indexed, as anyone who can publish
+``store_extraction`` messages on the broker always could. Keep it as secret as the broker URL.
 """
 from __future__ import annotations
 
@@ -13,10 +15,12 @@ from werkzeug.exceptions import RequestEntityTooLarge
 
 from app.errors import ApiError
 from app.extensions import services
+from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
+from pipeline.types import PipelineError
 from storage import jobs
 from storage.models import Source
-from storage.spool import PackTooLarge
+from storage.spool import PACK_ID, PackTooLarge
 
 bp = Blueprint("internal", __name__, url_prefix="/internal")
 
@@ -59,14 +63,16 @@ def source_content(source_id: str):  # type: ignore[no-untyped-def]
     return send_file(path, as_attachment=True, download_name=path.name, conditional=False)
 
 
-@bp.put("/jobs/<job_id>/sources/<source_id>/evidence")
-def put_evidence(job_id: str, source_id: str):  # type: ignore[no-untyped-def]
+@bp.put("/jobs/<job_id>/sources/<source_id>/evidence/<pack_id>")
+def put_evidence(job_id: str, source_id: str, pack_id: str):  # type: ignore[no-untyped-def]
     """Spool one source's evidence pack next to the database for the coordinator to store.
 
     Only for a source of the job's draft that still waits for its result, so a late or repeated
-    upload cannot touch a finished source.
+    upload cannot touch a finished source; a cut or malformed pack is refused (400) on arrival.
     """
     svc = services()
+    if not PACK_ID.fullmatch(pack_id):
+        raise ApiError(400, "PACK_ID_INVALID", "A pack id is 32 lowercase hex digits.")
     with svc.db.reader() as session:
         job = jobs.get(session, job_id)
         if job is None:
@@ -84,7 +90,11 @@ def put_evidence(job_id: str, source_id: str):  # type: ignore[no-untyped-def]
         raise too_large
     request.max_content_length = limit  # the app-wide cap is for JSON requests
     try:
-        size = svc.spool.write(job_id, source_id, request.stream, limit)
+        size = svc.spool.write(
+            job_id, source_id, pack_id, request.stream, max_bytes=limit, check=evidence_pack.check_size
+        )
     except (PackTooLarge, RequestEntityTooLarge):
         raise too_large from None
-    return {"job_id": job_id, "source_id": source_id, "bytes": size}, 201
+    except PipelineError as err:
+        raise ApiError(400, err.code, err.message) from None
+    return {"job_id": job_id, "source_id": source_id, "pack_id": pack_id, "bytes": size}, 201

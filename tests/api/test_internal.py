@@ -5,9 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import timedelta
 
+import uuid
+
+import numpy as np
 import pytest
 
 from app.extensions import Services
+from pipeline import evidence_pack
 from storage import jobs, revisions
 from storage.models import Job, Notebook
 from support_api import create_notebook
@@ -43,9 +47,17 @@ def running_draft(world) -> Draft:  # type: ignore[no-untyped-def]
         return Draft(job.id, pending.id, done.id)
 
 
-def put(world, draft: Draft, source_id: str, body: bytes = b"pack", headers=None):  # type: ignore[no-untyped-def]
+def a_pack(chunks: int = 2, dim: int = 8) -> bytes:
+    rows = [{"chunk_id": f"c{i}", "ordinal": i, "text": f"text {i}", "locator": {"page": 1}} for i in range(chunks)]
+    return evidence_pack.encode(evidence_pack.evidence_of("hashing-v1", rows, np.ones((chunks, dim), np.float32)))
+
+
+PACK = a_pack()
+
+
+def put(world, draft: Draft, source_id: str, body: bytes = PACK, headers=None, pack_id: str | None = None):  # type: ignore[no-untyped-def]
     return world.client.put(
-        f"/internal/jobs/{draft.job_id}/sources/{source_id}/evidence",
+        f"/internal/jobs/{draft.job_id}/sources/{source_id}/evidence/{pack_id or uuid.uuid4().hex}",
         data=body,
         headers=secret(world) if headers is None else headers,
         content_type="application/octet-stream",
@@ -54,10 +66,29 @@ def put(world, draft: Draft, source_id: str, body: bytes = b"pack", headers=None
 
 def test_a_pending_source_takes_its_pack(world) -> None:
     draft = running_draft(world)
-    body = bytes(range(256)) * 8000  # over the app-wide 1 MB JSON request cap
-    response = put(world, draft, draft.pending, body)
+    body = a_pack(chunks=300, dim=1024)  # over the app-wide 1 MB JSON request cap
+    assert len(body) > 1_000_000
+    pack_id = uuid.uuid4().hex
+    response = put(world, draft, draft.pending, body, pack_id=pack_id)
     assert response.status_code == 201 and response.json["bytes"] == len(body)
-    assert services_of(world).spool.read(draft.job_id, draft.pending) == body
+    assert services_of(world).spool.read(draft.job_id, draft.pending, pack_id) == body
+
+
+@pytest.mark.parametrize(
+    ("body", "pack_id", "code"),
+    [
+        (PACK[:-1], None, "EVIDENCE_PACK_INVALID"),  # cut short
+        (PACK + b"\0", None, "EVIDENCE_PACK_INVALID"),
+        (b"", None, "EVIDENCE_PACK_INVALID"),
+        (b"%PDF-1.7 not a pack", None, "EVIDENCE_PACK_INVALID"),
+        (PACK, "NOT-A-PACK-ID", "PACK_ID_INVALID"),
+    ],
+)
+def test_malformed_uploads_are_400_and_leave_nothing(world, body: bytes, pack_id: str | None, code: str) -> None:
+    draft = running_draft(world)
+    response = put(world, draft, draft.pending, body, pack_id=pack_id)
+    assert response.status_code == 400 and response.json["code"] == code
+    assert not any(services_of(world).settings.spool_dir.rglob("*.pack*"))
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer nope"}, "user"])
@@ -88,14 +119,15 @@ def test_an_oversized_pack_is_413_and_leaves_nothing(world) -> None:
     services = services_of(world)
     services.settings = replace(services.settings, evidence_max_bytes=1000)
     draft = running_draft(world)
-    response = put(world, draft, draft.pending, b"x" * 1001)
+    response = put(world, draft, draft.pending, a_pack(chunks=40))
     assert response.status_code == 413 and response.json["code"] == "EVIDENCE_TOO_LARGE"
-    assert services.spool.read(draft.job_id, draft.pending) is None
+    assert not any(services.settings.spool_dir.rglob("*.pack*"))
 
 
-def test_a_queued_job_has_no_draft_to_take_evidence(world) -> None:
-    notebook_id = create_notebook(world, ["dmca"])
-    with services_of(world).db.reader() as session:
-        job = jobs.active_job(session, session.get(Notebook, notebook_id))
-    response = put(world, Draft(job.id, "", ""), "0" * 32)
+def test_a_job_that_ended_takes_no_evidence_for_its_draft(world) -> None:
+    draft = running_draft(world)
+    with services_of(world).db.session() as session:
+        session.get(Job, draft.job_id).state = "failed"
+    response = put(world, draft, draft.pending)
     assert response.status_code == 404 and response.json["code"] == "SOURCE_NOT_FOUND"
+    assert services_of(world).spool.job_ids() == []

@@ -131,7 +131,11 @@ def test_lost_evidence_packs_are_extracted_again_and_the_spool_empties(tmp_path:
         d.start_web()
         d.start_worker("coordinator", "coordinator", beat=True)
         notebook_id = d.api.create(["dmca", "big-00", "big-01"])
-        d.api.wait_until(notebook_id, lambda nb: (nb["job"] or {}).get("total") == 3)
+        assert d.broker is not None
+        queue = redis.Redis.from_url(d.broker.url)
+        deadline = time.monotonic() + 60
+        while queue.llen("extract") < 3 and time.monotonic() < deadline:  # all orders sent, none taken
+            time.sleep(0.1)
         d.kill_worker("coordinator", signal.SIGKILL)
         d.start_worker("extract", "extract")
         deadline = time.monotonic() + 120
@@ -142,7 +146,7 @@ def test_lost_evidence_packs_are_extracted_again_and_the_spool_empties(tmp_path:
         d.start_worker("coordinator", "coordinator", beat=True)
         detail = d.api.wait_for_job(notebook_id, timeout=120)
         assert detail["job"]["state"] == "succeeded"
-        assert "no evidence pack" in (tmp_path / "worker-coordinator.log").read_text()
+        assert "left for recovery: no pack" in (tmp_path / "worker-coordinator.log").read_text()
         revision_id = detail["active_revision"]["id"]
         assert d.query("SELECT DISTINCT state FROM sources WHERE revision_id = ?", revision_id) == [("available",)]
         assert d.query(
