@@ -30,7 +30,15 @@ from pipeline.types import Segment
 _GAP_CHARS = r"\s\x00-\x08\x0e-\x1b\x7f\u00ad\u200b\ufeff\ufffe\uffff"
 _PIECE = re.compile(f"[^{_GAP_CHARS}]+")
 _RULED_GAP = re.compile(f"[{_GAP_CHARS}]{{2,}}|(?! )[{_GAP_CHARS}]")
-_LAST_PIECE_END = re.compile(f"([^{_GAP_CHARS}])[{_GAP_CHARS}]*\\Z")
+# A line break alone between two text characters, at least one of them below U+1100 (so not
+# East Asian wide): by far the most common gap in PDF text, and its rule is a plain space. Being
+# one character for one, it is replaced in one C-level pass that moves no offset; the Python loop
+# below then only visits the rarer gaps.
+_NARROW_TEXT = f"[^{_GAP_CHARS}\u1100-\U0010ffff]"
+_WRAPPED_LINE = re.compile(
+    f"\n(?:(?<={_NARROW_TEXT}\n)(?=[^{_GAP_CHARS}])|(?<=[^{_GAP_CHARS}]\n)(?={_NARROW_TEXT}))"
+)
+_GAP = re.compile(f"[{_GAP_CHARS}]")
 _LINE_BREAK = re.compile(r"\r\n|[\n\r\v\f\x1c-\x1e\x85\u2028\u2029]")
 _SOFT_HYPHENS = frozenset("\u00ad\ufffe")
 _PLAIN_LINE_ENDS = frozenset({"\n", "\r\n", " \n", "\n ", " \r\n"})
@@ -124,11 +132,13 @@ def _normalise(text: str) -> _Normalised:
     between words, so PDF line wraps must not insert one). Lone surrogates, which cannot be stored
     as UTF-8, become U+FFFD.
     """
-    text = _SURROGATE.sub("\ufffd", text)
+    text = _WRAPPED_LINE.sub(" ", _SURROGATE.sub("\ufffd", text))
     first = _PIECE.search(text)
     if first is None:
         return _Normalised("", [], [])
-    end = _LAST_PIECE_END.search(text).end(1)  # type: ignore[union-attr]
+    end = len(text)
+    while _GAP.match(text, end - 1):  # from the end: a regex searching for "the last piece"
+        end -= 1  # would try every position of the text from the start
     parts: list[str] = []
     norm_starts: list[int] = []
     orig_starts: list[int] = []
