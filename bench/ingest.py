@@ -1,6 +1,7 @@
 """Ingestion throughput: the raw PDF extractor against the whole pipeline with 1, 2 and 4 workers.
 
 Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double] [--shared]
+                                        [--repeat 3]
 
 Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
 compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
@@ -16,6 +17,8 @@ import tempfile
 import time
 from contextlib import ExitStack
 from pathlib import Path
+from statistics import median
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -34,6 +37,8 @@ PDFS = [
 
 
 def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
+    for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
+        extract(path.read_bytes(), filename=path.name)
     pages, started = 0, time.perf_counter()
     for path in files:
         pages += extract(path.read_bytes(), filename=path.name).page_count or 0
@@ -78,7 +83,7 @@ def tree_cpu_seconds(pid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def run(workers: int, resources: int, tmp: Path, shared: bool) -> dict[str, float]:
+def run(workers: int, resources: int, tmp: Path, shared: bool) -> dict[str, Any]:
     vault = VaultBuilder(tmp / "vault")
     files = [vault.attach_corpus(f"pdf/{name}") for name in PDFS]
     ids = [vault.record(f"r{i:04d}", f"R {i}", file=files[i % len(files)]) for i in range(resources)]
@@ -114,7 +119,7 @@ def run(workers: int, resources: int, tmp: Path, shared: bool) -> dict[str, floa
             "pages_s": pages / elapsed,
             "resources_s": resources / elapsed,
             "peak_mib": max(peaks) / 1024,
-            "cpu": ", ".join(f"{role} {cpu[role]:.1f}" for role in roles),
+            "cpu": cpu,
         }
 
 
@@ -124,29 +129,42 @@ def main() -> None:
     parser.add_argument("--workers", default="1,2,4", help="extract worker counts, comma-separated")
     parser.add_argument("--shared", action="store_true", help="every worker serves both queues")
     parser.add_argument("--no-double", action="store_true", help="skip the run with twice the resources")
+    parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median over rounds")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     files = [CORPUS / "pdf" / name for name in PDFS]
     files = [files[i % len(files)] for i in range(args.resources)]
-    raw, _ = raw_pages_per_second(files)
+    configs = [(int(n), args.resources) for n in args.workers.split(",")]
+    if not args.no_double:
+        configs.append((1, args.resources * 2))
+    samples: dict[tuple[int, int], list[dict[str, Any]]] = {config: [] for config in configs}
+    raws = []
+    # Rounds interleave the configurations, so a slow spell of a shared machine is spread over
+    # all of them instead of landing on one; the raw extractor is measured again every round.
+    for _ in range(args.repeat):
+        raws.append(raw_pages_per_second(files)[0])
+        for workers, resources in configs:
+            with tempfile.TemporaryDirectory() as tmp:
+                row = run(workers, resources, Path(tmp), args.shared)
+            samples[(workers, resources)].append({**row, "e2e_raw": row["pages_s"] / raws[-1]})
     print(f"corpus: {args.resources} resources cycling over {len(PDFS)} PDFs; cores: {os.cpu_count()}")
     print("workers: " + ("each serves both queues" if args.shared else "one coordinator plus N extract workers"))
-    print(f"raw extractor (PDFium page text, one process): {raw:.0f} pages/s\n")
-    print("| extract workers | resources | pages | seconds | pages/s | resources/s | e2e / raw | speed-up "
+    print(f"raw extractor (PDFium page text, one process): median {median(raws):.0f} pages/s "
+          f"(rounds: {', '.join(f'{raw:.0f}' for raw in raws)})")
+    print(f"medians over {args.repeat} rounds; e2e / raw compares each run with its round's raw figure\n")
+    print("| extract workers | resources | pages | seconds (min-max) | pages/s | resources/s | e2e / raw | speed-up "
           "| peak MiB per worker | CPU s per role |")
     print("|---|---|---|---|---|---|---|---|---|---|")
-    base = None
-    runs = [(int(n), args.resources) for n in args.workers.split(",")]
-    if not args.no_double:
-        runs.append((1, args.resources * 2))
-    for workers, resources in runs:
-        with tempfile.TemporaryDirectory() as tmp:
-            row = run(workers, resources, Path(tmp), args.shared)
-        if base is None:
-            base = row["pages_s"]
+    base = median(row["seconds"] / row["pages"] for row in samples[configs[0]])
+    for (workers, resources), rows in samples.items():
+        seconds = [row["seconds"] for row in rows]
+        pages = rows[0]["pages"]
+        cpu = ", ".join(f"{role} {median(row['cpu'][role] for row in rows):.1f}" for role in rows[0]["cpu"])
         print(
-            f"| {workers} | {resources} | {row['pages']} | {row['seconds']:.1f} | {row['pages_s']:.0f} | "
-            f"{row['resources_s']:.1f} | {row['pages_s'] / raw:.2f} | {row['pages_s'] / base:.2f}x | {row['peak_mib']:.0f} | {row['cpu']} |"
+            f"| {workers} | {resources} | {pages} | {median(seconds):.1f} ({min(seconds):.1f}-{max(seconds):.1f}) | "
+            f"{pages / median(seconds):.0f} | {resources / median(seconds):.1f} | "
+            f"{median(row['e2e_raw'] for row in rows):.2f} | {base * pages / median(seconds):.2f}x | "
+            f"{max(row['peak_mib'] for row in rows):.0f} | {cpu} |"
         )
 
 
