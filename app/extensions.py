@@ -58,10 +58,15 @@ class Services:
 
 
     @cached_property
+    def shared_secret(self) -> str:
+        """Read once per process: the generated token never changes while the instance runs."""
+        return self.settings.shared_secret()
+
+    @cached_property
     def internal_api(self) -> InternalApi:
         """Created on first use, so a forked worker child builds its own connection pool."""
         settings = self.settings
-        return InternalApi(settings.internal_base_url, settings.shared_secret(), settings.attachment_max_bytes)
+        return InternalApi(settings.internal_base_url, self.shared_secret, settings.attachment_max_bytes)
 
 
 

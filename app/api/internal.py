@@ -28,7 +28,7 @@ bp = Blueprint("internal", __name__, url_prefix="/internal")
 @bp.before_request
 def _require_shared_secret() -> None:
     header = request.headers.get("Authorization", "")
-    expected = "Bearer " + services().settings.shared_secret()
+    expected = "Bearer " + services().shared_secret
     if not hmac.compare_digest(header.encode(), expected.encode()):
         raise ApiError(401, "INTERNAL_AUTH_INVALID", "Internal endpoints need the instance's shared secret.")
 
