@@ -143,12 +143,20 @@ def _audit(session: Session, job: Job, source: Source, outcome: str, detail: str
     )
 
 
+def awaiting_result(session: Session, job: Job, source_id: str) -> Source | None:
+    """The source if it is in the job's draft and still waits for its result, else None (a
+    repeated, late or foreign message)."""
+    source = session.get(Source, source_id)
+    if source is None or source.revision_id != job.revision_id or source.state != "indexing":
+        return None
+    return source
+
+
 def record_result(session: Session, job: Job, notebook: Notebook, result: SourceResult) -> Source | None:
     """Store one extract result into the job's draft revision; returns the source it updated
     (None for a result that is stale, duplicated or cancelled: it is ignored)."""
-    source = session.get(Source, result.source_id)
-    stale_message = source is None or source.revision_id != job.revision_id or source.state != "indexing"
-    if stale_message or result.status == "cancelled":
+    source = awaiting_result(session, job, result.source_id)
+    if source is None or result.status == "cancelled":
         return None
     now = utcnow()
     _apply_meta(source, result.meta)

@@ -174,6 +174,8 @@ def store_extraction(message: dict, job_id: str) -> None:
                 ingestion.cancel(session, job)
             if job is None or job.state != "running":
                 return
+            if ingestion.awaiting_result(session, job, message["source_id"]) is None:
+                return  # a repeated or late message: this source already has its result
             parsed = _with_evidence(job_id, message)
             if parsed is None:
                 return

@@ -55,7 +55,9 @@ def a_pack(chunks: int = 2, dim: int = 8) -> bytes:
 PACK = a_pack()
 
 
-def put(world, draft: Draft, source_id: str, body: bytes = PACK, headers=None, pack_id: str | None = None):  # type: ignore[no-untyped-def]
+def put(  # type: ignore[no-untyped-def]
+    world, draft: Draft, source_id: str, body: bytes = PACK, headers=None, pack_id: str | None = None
+):
     return world.client.put(
         f"/internal/jobs/{draft.job_id}/sources/{source_id}/evidence/{pack_id or uuid.uuid4().hex}",
         data=body,
