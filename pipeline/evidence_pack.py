@@ -72,19 +72,20 @@ def _prefix(data: bytes | memoryview) -> tuple[int, int, int]:
     return header_length, dim, count
 
 
-def check_size(first_bytes: bytes, size: int) -> None:
-    """Raises PipelineError("EVIDENCE_PACK_INVALID") unless a pack starting with ``first_bytes``
-    (at least ``PREFIX_SIZE`` of them) is exactly ``size`` bytes long: catches cut uploads."""
+def check_size(first_bytes: bytes | memoryview, size: int) -> tuple[int, int, int]:
+    """The prefix's (header length, dimensions, chunk count); raises
+    PipelineError("EVIDENCE_PACK_INVALID") unless a pack starting with ``first_bytes`` (at least
+    ``PREFIX_SIZE`` of them) is exactly ``size`` bytes long: catches cut uploads."""
     header_length, dim, count = _prefix(first_bytes)
     if size != PREFIX_SIZE + header_length + 4 * dim * count:
         raise _invalid(f"the pack is {size} bytes, its prefix describes another length")
+    return header_length, dim, count
 
 
 def decode(data: bytes) -> Evidence:
     """Raises PipelineError("EVIDENCE_PACK_INVALID") for anything that is not a whole pack."""
     view = memoryview(data)
-    header_length, dim, count = _prefix(view)
-    check_size(bytes(view[:PREFIX_SIZE]), len(view))
+    header_length, dim, count = check_size(view, len(view))
     try:
         header = json.loads(bytes(view[PREFIX_SIZE:PREFIX_SIZE + header_length]))
         embedder, chunks = str(header["embedder"]), header["chunks"]

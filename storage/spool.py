@@ -49,23 +49,22 @@ class EvidenceSpool:
         stream: IO[bytes],
         *,
         max_bytes: int,
-        check: Callable[[bytes, int], None],
+        check: Callable[[bytes, int], object],
     ) -> int:
         """Copy ``stream`` in. ``check(first bytes, size)`` may raise to refuse what arrived;
         readers see a whole accepted pack or none (rename), never a partial one."""
         target = self.path(job_id, source_id, pack_id)
         target.parent.mkdir(parents=True, exist_ok=True)
-        written = 0
+        written, head = 0, b""
         with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as writer:
             try:
                 while block := stream.read(_BLOCK):
                     written += len(block)
                     if written > max_bytes:
                         raise PackTooLarge(f"the pack is over {max_bytes} bytes")
+                    head += block[:_HEAD - len(head)]
                     writer.write(block)
-                writer.flush()
-                with open(writer.name, "rb") as head:
-                    check(head.read(_HEAD), written)
+                check(head, written)
             except BaseException:
                 os.unlink(writer.name)
                 raise
