@@ -1,8 +1,10 @@
-"""Who is calling: a bearer token (API clients) or a signed session cookie (the dashboard).
+"""Who is calling: a bearer API token (API clients) or a sign-in session cookie (the dashboard).
 
-Both resolve through the same token table, so revoking a token or signing out takes effect on the
-next request. Cookie-authenticated requests that change state must carry ``X-CSRF-Token`` (a MAC
-of the session's token), which a page on another origin cannot read or forge.
+The two credentials never stand in for each other: a bearer header is looked up among API tokens
+only, the cookie among sign-in sessions only (storage/sessions.py). Both are resolved against the
+database on every request (and every websocket message), so revoking a token, signing out or
+changing a role takes effect at once. Cookie-authenticated requests that change state must carry
+``X-CSRF-Token`` (a MAC of the session secret), which a page on another origin cannot read or forge.
 """
 from __future__ import annotations
 
@@ -12,16 +14,16 @@ import hmac
 from flask import current_app, g, request, session
 
 from app.errors import ApiError
-from storage import accounts
+from storage import accounts, sessions
 from storage.scope import Principal
 
 SAFE_METHODS = ("GET", "HEAD", "OPTIONS")
-SESSION_TOKEN = "token"
+SESSION_SECRET = "sid"
 
 
-def csrf_token_for(token: str) -> str:
+def csrf_token_for(secret: str) -> str:
     key = current_app.extensions["gnosi"].settings.session_key().encode()
-    return hmac.new(key, token.encode(), hashlib.sha256).hexdigest()[:40]
+    return hmac.new(key, secret.encode(), hashlib.sha256).hexdigest()[:40]
 
 
 def current_principal() -> Principal:
@@ -33,21 +35,31 @@ def current_principal() -> Principal:
     if scheme.lower() == "bearer" and token.strip():
         g.principal = principal_from_token(token.strip())
         return g.principal
-    cookie_token = session.get(SESSION_TOKEN)
-    if not cookie_token:
+    secret = session.get(SESSION_SECRET)
+    if not secret:
         raise ApiError(401, "AUTH_REQUIRED", "Sign in, or send 'Authorization: Bearer <token>'.")
     if request.method not in SAFE_METHODS and not hmac.compare_digest(
-        request.headers.get("X-CSRF-Token", ""), csrf_token_for(cookie_token)
+        request.headers.get("X-CSRF-Token", ""), csrf_token_for(secret)
     ):
         raise ApiError(403, "CSRF_FAILED", "Send the X-CSRF-Token header given at sign-in.")
-    g.principal = principal_from_token(cookie_token)
+    g.principal = principal_from_session(secret)
     return g.principal
 
 
 def principal_from_token(token: str) -> Principal:
+    """The principal of an API token, or 401 (a session secret is not an API token)."""
     services = current_app.extensions["gnosi"]
     with services.db.reader() as db_session:
         principal = accounts.principal_for_token(db_session, services.settings.vault_hash, token)
     if principal is None:
         raise ApiError(401, "AUTH_INVALID", "The token is unknown or revoked.")
+    return principal
+
+
+def principal_from_session(secret: str) -> Principal:
+    services = current_app.extensions["gnosi"]
+    with services.db.reader() as db_session:
+        principal = sessions.principal_for_session(db_session, services.settings.vault_hash, str(secret))
+    if principal is None:
+        raise ApiError(401, "SESSION_ENDED", "Your session ended (signed out, revoked or expired); sign in again.")
     return principal

@@ -8,7 +8,7 @@ import click
 
 from app.config import Settings
 from app.scaffold import scaffold_vault
-from storage import accounts
+from storage import accounts, sessions
 from storage.db import Database
 from storage.migrate import upgrade as migrate_upgrade
 from storage.scope import ROLES
@@ -16,11 +16,15 @@ from tasks.celery_app import COORDINATOR, EXTRACT
 
 FIRST_USER = "admin"
 FIRST_WORKSPACE = "default"
+FIRST_RUN_TOKEN_FILE = "first-run-admin-token"
 
 
 @click.group()
 def main() -> None:
     """Grounded notebooks: answers only from your sources, every claim cited."""
+    # Everything this instance writes (database, broker file, secrets, blobs, spool) holds other
+    # users' documents and credentials: readable by the service's own account only.
+    os.umask(0o077)
 
 
 @main.group()
@@ -65,20 +69,46 @@ def user_password(name: str, password: str) -> None:
     settings = Settings.from_env()
     migrate_upgrade(settings.database_path)
     with Database(settings.database_path).session() as session:
-        if not accounts.set_password(session, settings.vault_hash, name, password):
+        found = accounts.find_user(session, settings.vault_hash, name)
+        if found is None:
             raise click.ClickException(f"no user named {name}")
-    click.echo(f"password of {name} updated")
+        accounts.set_password(found, password)
+        ended = sessions.end_sessions_of(session, settings.vault_hash, found.id)
+    click.echo(f"password of {name} updated; {ended} open session(s) ended")
 
 
 @user.command("revoke")
-@click.argument("token")
-def user_revoke(token: str) -> None:
-    """Revoke an API token at once (it stops working on the next request)."""
+@click.option(
+    "--file", "token_file", type=click.File("r"), default="-", show_default="standard input",
+    help="Read the token from this file.",
+)
+def user_revoke(token_file) -> None:  # type: ignore[no-untyped-def]
+    """Revoke an API token and every dashboard session opened with it, at once.
+
+    The token is read from standard input (or --file), never from the command line, where
+    other users of the machine could read it in the process list or shell history.
+    """
+    token = token_file.read().strip()
+    if not token:
+        raise click.ClickException("no token given: pipe it in, or pass --file")
     settings = Settings.from_env()
     with Database(settings.database_path).session() as session:
         if not accounts.revoke_token(session, settings.vault_hash, token):
             raise click.ClickException("unknown or already revoked token")
-    click.echo("token revoked")
+    click.echo("token revoked, with every session opened with it")
+
+
+@user.command("sign-out")
+@click.argument("name")
+def user_sign_out(name: str) -> None:
+    """End every dashboard session of a user (API tokens stay; revoke those one by one)."""
+    settings = Settings.from_env()
+    with Database(settings.database_path).session() as session:
+        found = accounts.find_user(session, settings.vault_hash, name)
+        if found is None:
+            raise click.ClickException(f"no user named {name}")
+        ended = sessions.end_sessions_of(session, settings.vault_hash, found.id)
+    click.echo(f"{ended} session(s) of {name} ended")
 
 
 @main.command()
@@ -100,13 +130,24 @@ def serve(threads: int, worker_concurrency: int) -> None:
 
 
 def _first_run_account(settings: Settings) -> None:
-    """On an empty instance, create an admin and print its token so the first user can sign in."""
+    """On an empty instance, create an admin and hand its token to the person who started it.
+
+    On a terminal it is printed; otherwise (a service manager, a log file others may read) it
+    goes to a file only this account can read, and the log names the file, not the token.
+    """
     with Database(settings.database_path).session() as session:
         if accounts.count_users(session, settings.vault_hash):
             return
         _, token = accounts.add_user(session, settings.vault_hash, FIRST_USER, FIRST_WORKSPACE, "admin")
     click.echo(f"first run: created user '{FIRST_USER}' (admin of '{FIRST_WORKSPACE}').")
-    click.echo(f"API token (shown once, keep it): {token}")
+    if sys.stdout.isatty():
+        click.echo(f"API token (shown once, keep it): {token}")
+        return
+    path = settings.system_dir / FIRST_RUN_TOKEN_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(token + "\n")
+    click.echo(f"API token written to {path} (readable only by this account); delete the file after signing in.")
 
 
 @main.command(context_settings={"ignore_unknown_options": True})

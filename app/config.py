@@ -50,6 +50,7 @@ class Settings:
     cookie_secure: bool = False
     chat_turns_per_minute: int = 20
     refreshes_per_minute: int = 10
+    opens_per_minute: int = 6
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -83,6 +84,7 @@ class Settings:
             cookie_secure=env.get("GNOSI_COOKIE_SECURE", "") == "1",
             chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
             refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
+            opens_per_minute=_int(env, "GNOSI_OPENS_PER_MINUTE", 6),
         )
 
     @property
@@ -166,4 +168,7 @@ class Settings:
         return path.read_text().strip()
 
     def ensure_dirs(self) -> None:
-        self.system_dir.mkdir(parents=True, exist_ok=True)
+        """``system/`` holds the database, the broker file and the secrets: this account's only
+        (tightened on every start, for instances created before it was)."""
+        self.system_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self.system_dir.chmod(0o700)

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from flask import Blueprint, redirect, render_template, request, session, url_for
 from werkzeug.wrappers import Response
 
-from app.auth import SESSION_TOKEN
+from app.auth import SESSION_SECRET
 
 WEB = Path(__file__).resolve().parents[1] / "web"
 
@@ -27,14 +27,24 @@ bp = Blueprint(
 
 
 def _page(template: str, **context: str) -> str | Response:
-    if not session.get(SESSION_TOKEN):
+    if not session.get(SESSION_SECRET):
         return redirect(url_for("dashboard.sign_in", next=request.full_path.rstrip("?")))
     return render_template(template, **context)
 
 
 def _safe_next(target: str | None) -> str:
-    """Only a local path: a crafted ?next= must never send a signed-in user to another site."""
-    if not target or not target.startswith("/") or target.startswith("//") or urlsplit(target).netloc:
+    """Only a local path: a crafted ?next= must never send a signed-in user to another site.
+
+    Browsers read a backslash as a slash (``/\\evil.example`` is ``//evil.example``) and drop tabs
+    and newlines inside URLs, so any of those refuse the target outright.
+    """
+    if (
+        not target
+        or not target.startswith("/")
+        or target.startswith("//")
+        or any(c == "\\" or ord(c) < 0x20 or ord(c) == 0x7F for c in target)
+        or urlsplit(target).netloc
+    ):
         return url_for("dashboard.library")
     return target
 

@@ -30,7 +30,7 @@ class Services:
 
     @cached_property
     def limiter(self) -> RateLimiter:
-        return RateLimiter(self.settings)
+        return RateLimiter(self.settings, self.db)
 
     @cached_property
     def blobs(self) -> BlobStore:

@@ -1,6 +1,8 @@
-"""Small request helpers shared by the blueprints: JSON bodies and pagination."""
+"""Small request helpers shared by the blueprints: JSON bodies, text fields and pagination."""
 from __future__ import annotations
 
+import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -8,17 +10,58 @@ from flask import request
 
 from app.errors import ApiError
 
+MAX_JSON_DEPTH = 32
+MAX_PAGE = 1_000_000
+# C0/C1 controls (NUL included) and the bidirectional embeddings, overrides and isolates that
+# make a title read differently from what it is ("Trojan Source").
+_FORBIDDEN_IN_TEXT = re.compile("[\x00-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def parse_json_object(raw: str | bytes) -> dict[str, Any]:
+    """A JSON object from a client (HTTP body or websocket message), or a 400 saying what is wrong.
+
+    Nesting is bounded (the parser would otherwise recurse until RecursionError) and every
+    string must be valid Unicode: a lone surrogate (legal JSON, ``"\\ud800"``) cannot be stored
+    in SQLite or sent on as UTF-8, so it is refused here rather than failing deep inside.
+    """
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        raise ApiError(400, "MALFORMED_JSON", "The body is not valid JSON.") from None
+    if not isinstance(body, dict):
+        raise ApiError(400, "MALFORMED_JSON", "The body must be a JSON object.")
+    _check_values(body)
+    return body
+
+
+def _check_values(body: dict[str, Any]) -> None:
+    pending: list[tuple[Any, int]] = [(body, 1)]
+    while pending:
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            _check_unicode(value)
+        elif isinstance(value, (dict, list)):
+            if depth > MAX_JSON_DEPTH:
+                raise ApiError(400, "JSON_TOO_DEEP", f"JSON may nest at most {MAX_JSON_DEPTH} levels.")
+            if isinstance(value, dict):
+                for key in value:
+                    _check_unicode(key)
+                value = list(value.values())
+            pending.extend((item, depth + 1) for item in value)
+
+
+def _check_unicode(text: str) -> None:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ApiError(400, "INVALID_UNICODE", "Text must be valid Unicode (no lone surrogates).") from None
+
 
 def json_object() -> dict[str, Any]:
     """The request body as a JSON object, or a 400 that says what is wrong with it."""
     if not request.is_json:
         raise ApiError(415, "JSON_REQUIRED", "Send a JSON body with Content-Type: application/json.")
-    body = request.get_json(silent=True)
-    if body is None:
-        raise ApiError(400, "MALFORMED_JSON", "The request body is not valid JSON.")
-    if not isinstance(body, dict):
-        raise ApiError(400, "MALFORMED_JSON", "The request body must be a JSON object.")
-    return body
+    return parse_json_object(request.get_data(cache=True))
 
 
 def string_field(body: dict[str, Any], name: str, *, required: bool, max_len: int = 300) -> str | None:
@@ -31,6 +74,11 @@ def string_field(body: dict[str, Any], name: str, *, required: bool, max_len: in
         raise ApiError(400, "FIELD_INVALID", f"'{name}' must be a non-empty string.", field=name)
     if len(value) > max_len:
         raise ApiError(400, "FIELD_TOO_LONG", f"'{name}' is longer than {max_len} characters.", field=name)
+    if _FORBIDDEN_IN_TEXT.search(value):
+        raise ApiError(
+            400, "FIELD_INVALID", f"'{name}' must not contain control or bidirectional-override characters.",
+            field=name,
+        )
     return value.strip()
 
 
@@ -46,11 +94,15 @@ def choice_field(body: dict[str, Any], name: str, choices: tuple[str, ...], defa
 
 
 def string_list(body: dict[str, Any], name: str, *, max_items: int, required: bool) -> list[str]:
+    """A list of ids; ``required`` means present and not empty (creating a notebook and adding
+    sources both need at least one resource)."""
     value = body.get(name)
     if value is None and not required:
         return []
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ApiError(400, "FIELD_INVALID", f"'{name}' must be a list of ids.", field=name)
+    if required and not value:
+        raise ApiError(400, "FIELD_INVALID", f"'{name}' must not be empty.", field=name)
     if len(value) > max_items:
         raise ApiError(
             400, "TOO_MANY_RESOURCES", f"At most {max_items} ids per request ({len(value)} sent).",
@@ -78,6 +130,8 @@ def paging(*, default_per_page: int = 50, max_per_page: int = 200) -> Paging:
     page, per_page = _int("page", 1), _int("per_page", default_per_page)
     if page < 1 or per_page < 1:
         raise ApiError(400, "BAD_PAGINATION", "'page' and 'per_page' must be at least 1.")
+    if page > MAX_PAGE:
+        raise ApiError(400, "BAD_PAGINATION", f"'page' is at most {MAX_PAGE}.")
     if per_page > max_per_page:
         raise ApiError(400, "PAGE_SIZE_TOO_LARGE", f"'per_page' is at most {max_per_page}.")
     return Paging(page, per_page)

@@ -1,35 +1,43 @@
-"""Per-principal rate limits on expensive actions (chat turns, refreshes): 429 + Retry-After.
+"""Per-principal rate limits on expensive actions: 429 + Retry-After.
 
-Moving windows from the `limits` library; counters live in Redis when the instance uses Redis
-(so several web processes share them), otherwise in this process's memory.
+The counters live in ``notebooks.sqlite3`` (storage/rate_limits.py), so every web process of an
+instance shares them and Redis carries nothing but Celery messages.
 """
 from __future__ import annotations
 
 import math
-import time
-
-from limits import RateLimitItemPerMinute, storage, strategies
 
 from app.config import Settings
 from app.errors import ApiError
+from storage import rate_limits
+from storage.db import Database
+
+PERIOD_SECONDS = 60.0
 
 
 class RateLimiter:
-    def __init__(self, settings: Settings) -> None:
-        uri = settings.broker_url if settings.broker_url.startswith("redis://") else "memory://"
-        self.strategy = strategies.MovingWindowRateLimiter(storage.storage_from_string(uri))
-        self.items = {
-            "chat": RateLimitItemPerMinute(settings.chat_turns_per_minute),
-            "refresh": RateLimitItemPerMinute(settings.refreshes_per_minute),
+    def __init__(self, settings: Settings, db: Database) -> None:
+        self.db = db
+        self.per_minute = {
+            "chat": settings.chat_turns_per_minute,
+            "refresh": settings.refreshes_per_minute,
+            "open": settings.opens_per_minute,
         }
 
-    def hit(self, action: str, user_id: str) -> None:
-        """Count one ``action`` for the user, or raise 429 with the seconds until the next slot."""
-        item = self.items[action]
-        if self.strategy.hit(item, action, user_id):
-            return
-        reset_at = self.strategy.get_window_stats(item, action, user_id).reset_time
-        retry_after = max(1, math.ceil(reset_at - time.time()))
-        raise ApiError(
-            429, "RATE_LIMITED", f"Too many {action} requests; try again in {retry_after} s.", retry_after=retry_after
-        )
+    def wait(self, action: str, *key: str) -> float:
+        """Take one slot of ``action`` for ``key`` (e.g. a user id); 0 when allowed, else the
+        seconds until a slot frees up (nothing is taken then)."""
+        with self.db.session() as session:
+            return rate_limits.hit(
+                session, ":".join((action, *key)), limit=self.per_minute[action], period=PERIOD_SECONDS
+            )
+
+    def hit(self, action: str, *key: str) -> None:
+        """Count one ``action``, or raise 429 with the seconds until the next slot."""
+        wait = self.wait(action, *key)
+        if wait:
+            retry_after = max(1, math.ceil(wait))
+            raise ApiError(
+                429, "RATE_LIMITED", f"Too many {action} requests; try again in {retry_after} s.",
+                retry_after=retry_after,
+            )

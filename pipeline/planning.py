@@ -111,3 +111,14 @@ def unchanged(plans: list[PlannedSource], previous: dict[SourceKey, PreviousSour
             for p in plans)
         and {key_of(p.ref) for p in plans} == set(previous)
     )
+
+
+FIRST_RETRY = timedelta(minutes=1)
+LONGEST_RETRY = timedelta(hours=24)
+
+
+def retry_delay(failures: int) -> timedelta:
+    """How long an opening waits before trying a resource that failed ``failures`` times in a
+    row: one minute, doubling up to a day. An explicit refresh does not wait."""
+    return min(FIRST_RETRY * 2 ** min(max(failures - 1, 0), 20), LONGEST_RETRY)
+

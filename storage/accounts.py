@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from storage.models import ApiToken, Membership, User, Workspace, utcnow
+from storage.models import ApiToken, Membership, SignInSession, User, Workspace, utcnow
 from storage.scope import ROLES, Principal, Scope
 
 TOKEN_PREFIX = "gn_"
@@ -41,7 +41,7 @@ def add_user(
     if role not in ROLES:
         raise ValueError(f"role must be one of {', '.join(ROLES)}")
     workspace = ensure_workspace(session, vault_hash, workspace_name)
-    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+    user = find_user(session, vault_hash, name)
     if user is None:
         user = User(vault_hash=vault_hash, name=name)
         session.add(user)
@@ -53,35 +53,36 @@ def add_user(
         )
     else:
         membership.role = role
-    return user, issue_token(session, vault_hash, user.id, workspace.id, kind="api")
+    return user, issue_token(session, vault_hash, user.id, workspace.id)
 
 
-def issue_token(session: Session, vault_hash: str, user_id: str, workspace_id: str, *, kind: str) -> str:
-    """A new random credential for (user, workspace); only its digest is stored."""
+def issue_token(session: Session, vault_hash: str, user_id: str, workspace_id: str) -> str:
+    """A new random API credential for (user, workspace); only its digest is stored."""
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(
-        ApiToken(
-            vault_hash=vault_hash, workspace_id=workspace_id, user_id=user_id, token_hash=hash_token(token), kind=kind
-        )
+        ApiToken(vault_hash=vault_hash, workspace_id=workspace_id, user_id=user_id, token_hash=hash_token(token))
     )
     return token
 
 
-def set_password(session: Session, vault_hash: str, name: str, password: str) -> bool:
-    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
-    if user is None:
-        return False
+def find_user(session: Session, vault_hash: str, name: str) -> User | None:
+    return session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+
+
+def set_password(user: User, password: str) -> None:
     user.password_hash = generate_password_hash(password)
-    return True
 
 
-def sign_in(session: Session, vault_hash: str, name: str, password: str, workspace_name: str | None) -> str | None:
-    """Check a password and open a sign-in session (a revocable token of kind "session").
+def check_password(
+    session: Session, vault_hash: str, name: str, password: str, workspace_name: str | None
+) -> Membership | None:
+    """The membership a correct password signs in to (the first workspace by name unless one is
+    named), or None.
 
     The password hash is checked even for unknown users, so timing does not reveal which
     account names exist.
     """
-    user = session.scalar(select(User).where(User.vault_hash == vault_hash, User.name == name))
+    user = find_user(session, vault_hash, name)
     valid = check_password_hash(user.password_hash if user and user.password_hash else _DUMMY_HASH, password)
     if user is None or not user.password_hash or not valid:
         return None
@@ -91,47 +92,53 @@ def sign_in(session: Session, vault_hash: str, name: str, password: str, workspa
     if workspace_name:
         query = query.where(Workspace.name == workspace_name)
     memberships = session.scalars(query.order_by(Workspace.name)).all()
-    if not memberships:
-        return None
-    return issue_token(session, vault_hash, user.id, memberships[0].workspace_id, kind="session")
+    return memberships[0] if memberships else None
 
 
-def principal_for_token(session: Session, vault_hash: str, token: str) -> Principal | None:
-    """The principal a bearer token acts as, or None if unknown, revoked or of another vault."""
+def principal_of(session: Session, vault_hash: str, user_id: str, workspace_id: str) -> Principal | None:
+    """The user acting in a workspace, with their role as it is now (None without membership)."""
     row = session.execute(
-        select(ApiToken, User, Membership)
-        .join(User, User.id == ApiToken.user_id)
-        .join(
-            Membership,
-            (Membership.user_id == ApiToken.user_id)
-            & (Membership.workspace_id == ApiToken.workspace_id),
-        )
-        .where(
+        select(User, Membership)
+        .join(Membership, Membership.user_id == User.id)
+        .where(User.id == user_id, User.vault_hash == vault_hash, Membership.workspace_id == workspace_id)
+    ).first()
+    if row is None:
+        return None
+    user, membership = row
+    return Principal(
+        user_id=user.id, user_name=user.name, role=membership.role,
+        scope=Scope(vault_hash=vault_hash, workspace_id=workspace_id),
+    )
+
+
+def live_token(session: Session, vault_hash: str, token: str) -> ApiToken | None:
+    """The unrevoked API token of this vault with that secret, or None."""
+    return session.scalar(
+        select(ApiToken).where(
             ApiToken.token_hash == hash_token(token),
             ApiToken.vault_hash == vault_hash,
             ApiToken.revoked_at.is_(None),
         )
-    ).first()
-    if row is None:
-        return None
-    api_token, user, membership = row
-    return Principal(
-        user_id=user.id,
-        user_name=user.name,
-        role=membership.role,
-        scope=Scope(vault_hash=vault_hash, workspace_id=api_token.workspace_id),
     )
+
+
+def principal_for_token(session: Session, vault_hash: str, token: str) -> Principal | None:
+    """The principal a bearer token acts as, or None if unknown, revoked or of another vault."""
+    api_token = live_token(session, vault_hash, token)
+    return principal_of(session, vault_hash, api_token.user_id, api_token.workspace_id) if api_token else None
 
 
 def revoke_token(session: Session, vault_hash: str, token: str) -> bool:
-    api_token = session.scalar(
-        select(ApiToken).where(
-            ApiToken.token_hash == hash_token(token), ApiToken.vault_hash == vault_hash
-        )
-    )
-    if api_token is None or api_token.revoked_at is not None:
+    """Revoke an API token and every dashboard session opened with it."""
+    api_token = live_token(session, vault_hash, token)
+    if api_token is None:
         return False
     api_token.revoked_at = utcnow()
+    session.execute(
+        update(SignInSession)
+        .where(SignInSession.origin_token_id == api_token.id, SignInSession.revoked_at.is_(None))
+        .values(revoked_at=api_token.revoked_at)
+    )
     return True
 
 

@@ -11,10 +11,10 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipeline.planning import PlannedSource, PreviousSource, SourceKey
+from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay
 from pipeline.source_processing import SourceResult
 from pipeline.types import SourceRef
-from storage import jobs, retention, revisions
+from storage import jobs, notebooks, retention, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
 
 
@@ -237,9 +237,11 @@ def finish_if_complete(
         revision.state = "audit"
         revision.completed_at = utcnow()
         _carry_check_times(session, notebook, revision)
+        revisions.drop_chunks(session, revision.id)
     else:
         revisions.activate(session, notebook, revision)
         _mark_members_checked(session, notebook, revision)
+    _track_failures(session, notebook, revision)
     released = retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
     return Finish("succeeded", _follow_up(session, job, notebook), frozenset(released))
 
@@ -288,6 +290,19 @@ def _mark_members_checked(session: Session, notebook: Notebook, revision: Revisi
     ):
         if member.resource_id in ok:
             member.last_success_at = revision.completed_at
+
+
+def _track_failures(session: Session, notebook: Notebook, revision: Revision) -> None:
+    """Count consecutive jobs that ended with a resource in error and set its next retry time,
+    so that opening a notebook does not re-queue a resource that keeps failing every time."""
+    failed = {s.resource_id for s in revisions.sources(session, revision.id) if s.state == "error"}
+    now = utcnow()
+    for member in notebooks.members(session, notebook):
+        if member.resource_id in failed:
+            member.failures += 1
+            member.retry_at = now + retry_delay(member.failures)
+        elif member.failures or member.retry_at:
+            member.failures, member.retry_at = 0, None
 
 
 def _follow_up(session: Session, job: Job, notebook: Notebook) -> str | None:

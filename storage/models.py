@@ -14,6 +14,7 @@ from sqlalchemy import (
     JSON,
     Boolean,
     DateTime,
+    Float,
     ForeignKey,
     Index,
     Integer,
@@ -76,9 +77,45 @@ class ApiToken(Scoped, Base):
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    kind: Mapped[str] = mapped_column(String(20), default="api")  # "api" or "session" (a sign-in)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class SignInSession(Scoped, Base):
+    """A dashboard sign-in, held by an HttpOnly cookie: its own record, never a bearer token.
+
+    ``origin_token_id`` names the API token a session was opened with (None for a password
+    sign-in), so revoking that token ends every session it opened.
+    """
+
+    __tablename__ = "sign_in_sessions"
+    id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
+    user_id: Mapped[str] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    secret_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    origin_token_id: Mapped[str | None] = mapped_column(
+        ForeignKey("api_tokens.id", ondelete="CASCADE"), index=True
+    )
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(DateTime)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class RateLimit(Base):
+    """One row per limited key: its theoretical arrival time (GCRA), shared by every process."""
+
+    __tablename__ = "rate_limits"
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    tat: Mapped[float] = mapped_column(Float)
+
+
+class SignInFailure(Base):
+    """Consecutive failed sign-ins per account or address, and until when the next is refused."""
+
+    __tablename__ = "sign_in_failures"
+    key: Mapped[str] = mapped_column(String(300), primary_key=True)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    locked_until: Mapped[datetime | None] = mapped_column(DateTime)
+    last_failure_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 
 class Notebook(Scoped, Base):
@@ -116,6 +153,10 @@ class NotebookResource(Scoped, Base):
     added_by: Mapped[str] = mapped_column(String(32))
     added_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     last_success_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # Consecutive ingestions that ended with this resource in error, and the earliest time an
+    # opening may try it again (exponential backoff; an explicit refresh does not wait).
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_at: Mapped[datetime | None] = mapped_column(DateTime)
 
 
 class Revision(Scoped, Base):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
@@ -102,6 +103,17 @@ def delete_notebook(session: Session, notebook: Notebook) -> None:
 
 def member_ids(session: Session, notebook: Notebook) -> list[str]:
     return [member.resource_id for member in members(session, notebook)]
+
+
+def backed_off(session: Session, notebook: Notebook, now: datetime) -> set[str]:
+    """Members that keep failing and are not due for another try yet."""
+    return set(
+        session.scalars(
+            select(NotebookResource.resource_id).where(
+                NotebookResource.notebook_id == notebook.id, NotebookResource.retry_at > now
+            )
+        )
+    )
 
 
 def members(session: Session, notebook: Notebook) -> list[NotebookResource]:

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from pipeline.chunk_context import chunk_context
@@ -168,6 +168,16 @@ def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, 
         _INSERT_VECTOR, [(embedder, r.vector, source.revision_id, r.chunk_id) for r in rows]
     )
     return len(rows)
+
+
+def drop_chunks(session: Session, revision_id: str) -> None:
+    """Delete a revision's chunks, their FTS rows and vectors (cascade), keeping its sources.
+
+    An audit revision (a check that found the same evidence as the active revision) keeps its
+    source rows and outcomes as the record of the check; its chunks would only repeat the active
+    revision's, one full copy per check, so they go as soon as the check is known to be one.
+    """
+    session.execute(delete(Chunk).where(Chunk.revision_id == revision_id))
 
 
 def pending_count(session: Session, revision_id: str) -> int:

@@ -8,7 +8,7 @@ from app.api.resources import references_table_id
 from app.api.views import job_json, notebook_json
 from app.auth import current_principal
 from app.errors import ApiError
-from app.extensions import services
+from app.extensions import Services, services
 from app.http import choice_field, json_object, paging, string_field, string_list
 from app.services.ingest import request_ingest
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
@@ -78,10 +78,19 @@ def detail(notebook_id: str):  # type: ignore[no-untyped-def]
         visible_notebook(session, principal, notebook_id)
     outcome = None
     if request.args.get("open") == "1":
-        outcome, _ = request_ingest(svc, notebook_id, requested_by=principal.user_id, only_if_changed=True)
+        outcome = _open(svc, principal.user_id, notebook_id)
     with svc.db.reader() as session:
         body = _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
     return {**body, "ingest": outcome} if outcome else body
+
+
+def _open(svc: Services, user_id: str, notebook_id: str) -> str:
+    """The change check of an opening, at most GNOSI_OPENS_PER_MINUTE per user and notebook:
+    over the limit the notebook is still shown, unchecked (``"ingest": "rate_limited"``)."""
+    if svc.limiter.wait("open", user_id, notebook_id):
+        return "rate_limited"
+    outcome, _ = request_ingest(svc, notebook_id, requested_by=user_id, only_if_changed=True)
+    return outcome
 
 
 @bp.patch("/<notebook_id>")
@@ -121,7 +130,9 @@ def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
     with svc.db.reader() as session:
         owned_notebook(session, principal, notebook_id)
     svc.limiter.hit("refresh", principal.user_id)
-    outcome, job = request_ingest(svc, notebook_id, requested_by=principal.user_id, only_if_changed=True)
+    outcome, job = request_ingest(
+        svc, notebook_id, requested_by=principal.user_id, only_if_changed=True, honour_backoff=False
+    )
     return {"outcome": outcome, "job": job_json(job)}, 202
 
 

@@ -18,6 +18,7 @@ from storage import jobs, notebooks, revisions
 from storage.models import Source
 
 bp = Blueprint("sources", __name__, url_prefix="/api/notebooks")
+ATTACHMENT_POLICY = "sandbox; default-src 'none'; frame-ancestors 'none'"
 
 def resource_state(sources: list[Source], waiting: bool) -> str:
     """One state per resource: unfinished work first, then the best evidence it still has.
@@ -72,6 +73,8 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
                     "title": titles.get(member.resource_id),
                     "state": state,
                     "last_checked_at": iso(member.last_success_at),
+                    "failures": member.failures,
+                    "retry_at": iso(member.retry_at),
                     "error": errors[0] if errors else (
                         "The record has no attachment or URL value any more." if state == "error" and not sources else None
                     ),
@@ -86,8 +89,6 @@ def add_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     body = json_object()
     resource_ids = string_list(body, "resource_ids", max_items=MAX_RESOURCES_PER_REQUEST, required=True)
-    if not resource_ids:
-        raise ApiError(400, "FIELD_INVALID", "'resource_ids' must not be empty.", field="resource_ids")
     svc = services()
     with svc.db.session() as session:
         notebook = owned_notebook(session, principal, notebook_id)
@@ -127,7 +128,14 @@ def retry_resource(notebook_id: str, resource_id: str):  # type: ignore[no-untyp
 
 @bp.get("/<notebook_id>/sources/<source_id>/file")
 def source_file(notebook_id: str, source_id: str):  # type: ignore[no-untyped-def]
-    """The exact bytes a revision's attachment source was extracted from (for the PDF viewer)."""
+    """The exact bytes a revision's attachment source was extracted from (for the PDF viewer).
+
+    Attachment bytes are data, never a document of our origin: an HTML attachment opened here
+    could otherwise run script (even one loaded from another attachment, which ``script-src
+    'self'`` allows) as whoever opens it. So every file is a download, the type is never sniffed,
+    and the response carries a sandboxing CSP (an opaque origin with no script) for a browser that
+    renders it anyway. The viewer fetches PDFs as bytes, which none of this affects.
+    """
     principal = current_principal()
     revision_id = request.args.get("revision", "")
     svc = services()
@@ -139,4 +147,9 @@ def source_file(notebook_id: str, source_id: str):  # type: ignore[no-untyped-de
         sha256, mime, name = source.content_hash, source.mime, source.value.rsplit("/", 1)[-1]
     if not sha256 or not svc.blobs.has(sha256):
         raise ApiError(410, "SOURCE_BYTES_GONE", "The bytes of this source are no longer kept.")
-    return send_file(svc.blobs.path(sha256), mimetype=mime or "application/octet-stream", download_name=name)
+    response = send_file(
+        svc.blobs.path(sha256), mimetype=mime or "application/octet-stream", as_attachment=True, download_name=name
+    )
+    response.headers["Content-Security-Policy"] = ATTACHMENT_POLICY
+    response.headers["Cross-Origin-Resource-Policy"] = "same-origin"
+    return response

@@ -1,26 +1,35 @@
 """Ask for an ingestion: durable job row first, broker message only after the commit."""
 from __future__ import annotations
 
+import logging
 from typing import Any
+
+from kombu.exceptions import KombuError
 
 from app.extensions import Services
 from app.services.current_sources import plan
 from pipeline.planning import unchanged
 from storage import ingestion, jobs, notebooks
-from storage.models import Job, Notebook
+from storage.models import Job, Notebook, utcnow
 from tasks.ingest import dispatch_ingest
 
+log = logging.getLogger(__name__)
 
-def _nothing_changed(svc: Services, notebook_id: str) -> bool:
-    """True when a complete revision exists, no job runs and every source matches it."""
+
+def _nothing_changed(svc: Services, notebook_id: str, *, honour_backoff: bool) -> bool:
+    """True when a complete revision exists, no job runs and every source matches it.
+
+    A source in error counts as a change (the next job retries it), except, with
+    ``honour_backoff``, while its resource waits out its retry delay: an opening or a question
+    must not re-queue a resource that fails every time. An explicit refresh retries at once.
+    """
     with svc.db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         if notebook.active_revision_id is None or jobs.active_job(session, notebook) is not None:
             return False
-        member_ids = notebooks.member_ids(session, notebook)
-        previous = ingestion.previous_sources(session, notebook)
-    if any(p.state == "error" for p in previous.values()):
-        return False  # a refresh is also the retry of failed sources
+        waiting = notebooks.backed_off(session, notebook, utcnow()) if honour_backoff else set()
+        member_ids = [m for m in notebooks.member_ids(session, notebook) if m not in waiting]
+        previous = {k: p for k, p in ingestion.previous_sources(session, notebook).items() if k[0] not in waiting}
     return unchanged(plan(svc, notebook, member_ids, previous), previous)
 
 
@@ -31,17 +40,22 @@ def request_ingest(
     requested_by: str,
     params: dict[str, Any] | None = None,
     only_if_changed: bool = False,
+    honour_backoff: bool = True,
 ) -> tuple[str, Job | None]:
     """Returns ("queued" | "coalesced" | "not_needed", job).
 
     The message is sent after the row is committed, so a worker never receives an id it cannot
-    read; if sending fails, the sweeper sends it later from the row.
+    read. If sending fails (broker down), the job is still queued, durably: the answer says so
+    truthfully and the sweeper sends the message later from the row.
     """
-    if only_if_changed and _nothing_changed(svc, notebook_id):
+    if only_if_changed and _nothing_changed(svc, notebook_id, honour_backoff=honour_backoff):
         return "not_needed", None
     with svc.db.session() as session:
         notebook = session.get(Notebook, notebook_id)
         request = jobs.request_ingest(session, notebook, requested_by=requested_by, params=params or {})
     if request.outcome == "queued":
-        dispatch_ingest(request.job.id)
+        try:
+            dispatch_ingest(request.job.id)
+        except (KombuError, OSError):
+            log.warning("broker unavailable: job %s stays queued for the sweeper", request.job.id, exc_info=True)
     return request.outcome, request.job

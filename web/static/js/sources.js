@@ -74,6 +74,11 @@ export class SourcesPanel {
         h("span", { class: `state state-${item.state}` }, STATE_LABEL[item.state] ?? item.state)),
       h("p", { class: "muted" }, `Last successful check: ${formatDate(item.last_checked_at)}`),
       reason ? h("p", { class: "source-error" }, reason) : null,
+      item.retry_at
+        ? h("p", { class: "muted", "data-role": "retry-at" },
+          `Failed ${item.failures} time${item.failures === 1 ? "" : "s"} in a row; ` +
+          `next automatic try after ${formatDate(item.retry_at)}.`)
+        : null,
     ];
     if (failedSources.length && (item.sources.length > 1 || !reason)) {
       children.push(
