@@ -8,11 +8,11 @@ from __future__ import annotations
 import hashlib
 import secrets
 
-from sqlalchemy import func, select, update
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 from werkzeug.security import check_password_hash, generate_password_hash
 
-from storage.models import ApiToken, Membership, SignInSession, User, Workspace, utcnow
+from storage.models import ApiToken, Membership, User, Workspace, utcnow
 from storage.scope import ROLES, Principal, Scope
 
 TOKEN_PREFIX = "gn_"
@@ -129,16 +129,11 @@ def principal_for_token(session: Session, vault_hash: str, token: str) -> Princi
 
 
 def revoke_token(session: Session, vault_hash: str, token: str) -> bool:
-    """Revoke an API token and every dashboard session opened with it."""
+    """Revoke an API token (and so every dashboard session opened with it: storage/sessions.py)."""
     api_token = live_token(session, vault_hash, token)
     if api_token is None:
         return False
     api_token.revoked_at = utcnow()
-    session.execute(
-        update(SignInSession)
-        .where(SignInSession.origin_token_id == api_token.id, SignInSession.revoked_at.is_(None))
-        .values(revoked_at=api_token.revoked_at)
-    )
     return True
 
 

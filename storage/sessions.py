@@ -15,7 +15,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from storage.accounts import hash_token, principal_of
-from storage.models import SignInSession, utcnow
+from storage.models import ApiToken, SignInSession, utcnow
 from storage.scope import Principal
 
 SESSION_PREFIX = "gs_"
@@ -43,12 +43,16 @@ def open_session(
 
 
 def _live(session: Session, vault_hash: str, secret: str) -> SignInSession | None:
+    """An open session; one opened with an API token lives only as long as that token."""
     return session.scalar(
-        select(SignInSession).where(
+        select(SignInSession)
+        .outerjoin(ApiToken, ApiToken.id == SignInSession.origin_token_id)
+        .where(
             SignInSession.secret_hash == hash_token(secret),
             SignInSession.vault_hash == vault_hash,
             SignInSession.revoked_at.is_(None),
             SignInSession.expires_at > utcnow(),
+            ApiToken.revoked_at.is_(None),
         )
     )
 
