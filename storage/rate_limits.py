@@ -31,11 +31,10 @@ def hit(session: Session, key: str, *, limit: int, period: float) -> float:
     """Take one slot for ``key``; returns 0 when allowed, else the seconds until the next slot."""
     now = time.time()
     interval = period / limit
-    window = period
-    allowed = session.execute(_HIT, {"key": key, "now": now, "interval": interval, "window": window}).first()
+    allowed = session.execute(_HIT, {"key": key, "now": now, "interval": interval, "window": period}).first()
     if random.random() < _SWEEP_PROBABILITY:
         session.execute(delete(RateLimit).where(RateLimit.tat < now))
     if allowed is not None:
         return 0.0
     tat = session.get(RateLimit, key).tat
-    return max(tat + interval - window - now, 0.001)
+    return max(tat + interval - period - now, 0.001)
