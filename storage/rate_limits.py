@@ -27,9 +27,9 @@ _HIT = text(
 )
 
 
-def hit(session: Session, key: str, *, limit: int, period: float) -> float:
+def hit(session: Session, key: str, *, limit: int, period: float, now: float | None = None) -> float:
     """Take one slot for ``key``; returns 0 when allowed, else the seconds until the next slot."""
-    now = time.time()
+    now = time.time() if now is None else now
     interval = period / limit
     allowed = session.execute(_HIT, {"key": key, "now": now, "interval": interval, "window": period}).first()
     if random.random() < _SWEEP_PROBABILITY:
