@@ -7,6 +7,7 @@ import sys
 import click
 
 from app.config import Settings
+from app.instance_lock import InstanceLock, LockHeld, beat_lock
 from app.scaffold import scaffold_vault
 from storage import accounts, sessions
 from storage.db import Database
@@ -120,13 +121,25 @@ def serve(threads: int, worker_concurrency: int) -> None:
 
     settings = Settings.from_env()
     settings.ensure_dirs()
+    lock = _take_beat_lock(settings, f"gnosi serve (pid {os.getpid()})") if settings.embedded else None
     migrate_upgrade(settings.database_path)
     if scaffold_vault(settings):
         click.echo(f"empty vault: created a References table in {settings.vault_path} (see References/_template.md)")
     _first_run_account(settings)
     mode = "embedded broker (no Redis)" if settings.embedded else f"broker {settings.broker_url}"
     click.echo(f"gnosi: http://{settings.host}:{settings.port}/ · vault {settings.vault_path} · {mode}")
-    run_server(settings, threads=threads, worker_concurrency=worker_concurrency)
+    run_server(settings, lock, threads=threads, worker_concurrency=worker_concurrency)
+
+
+def _take_beat_lock(settings: Settings, holder: str) -> InstanceLock:
+    """Refuse, naming the process to stop, to start a second job sweeper for this LOCAL_DATA."""
+    try:
+        return beat_lock(settings, holder)
+    except LockHeld as held:
+        raise click.ClickException(
+            f"LOCAL_DATA {settings.local_data} already runs a job sweeper: {held}. "
+            "Stop it first: a second start would add a second job sweeper (Celery beat) on the same database."
+        ) from None
 
 
 def _first_run_account(settings: Settings) -> None:
@@ -156,8 +169,12 @@ def _first_run_account(settings: Settings) -> None:
 @click.option("-B", "--beat", is_flag=True, help="Also run the job sweeper schedule (one worker only).")
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)
 def worker(queues: str, concurrency: int, beat: bool, celery_args: tuple[str, ...]) -> None:
-    """Run a Celery worker (a thin wrapper over `celery worker`); extra args go to Celery."""
+    """Run a Celery worker (a thin wrapper over `celery worker`); extra args go to Celery.
+
+    With --beat it first takes this LOCAL_DATA's beat lock, which the worker keeps across exec."""
     from app.serve import worker_command
 
+    if beat:
+        _take_beat_lock(Settings.from_env(), f"gnosi worker --beat (pid {os.getpid()})").keep_across_exec()
     command = worker_command(queues, concurrency, loglevel="INFO", beat=beat) + list(celery_args)
     os.execv(sys.executable, command)

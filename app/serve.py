@@ -3,9 +3,14 @@
 On the embedded default one command runs everything on one machine: a Celery worker process
 consumes both queues from a SQLite broker file, so no Redis is needed. With CELERY_BROKER_URL set,
 serve runs only the web app and workers run elsewhere (`gnosi worker`).
+
+The embedded worker lives exactly as long as serve: it dies with serve however serve dies
+(app/parent_death.py), and it holds this LOCAL_DATA's beat lock for its life (app/instance_lock.py),
+so a second serve is refused instead of adding a second worker and beat.
 """
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import sys
@@ -14,6 +19,8 @@ from celery import Celery
 from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
+from app.instance_lock import InstanceLock
+from app.parent_death import die_with_parent
 from tasks.celery_app import COORDINATOR, EXTRACT
 
 
@@ -42,7 +49,8 @@ class WebServer(BaseApplication):
 
 
 def worker_command(queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False) -> list[str]:
-    """``beat`` embeds the scheduler that runs the job sweeper; exactly one worker should have it."""
+    """``beat`` embeds the scheduler that runs the job sweeper; exactly one worker per LOCAL_DATA
+    may have it (its starter holds the beat lock)."""
     return [
         sys.executable, "-m", "celery", "-A", "tasks.worker", "worker",
         "-Q", queues, "-c", str(concurrency), "--loglevel", loglevel, "-E",
@@ -56,22 +64,46 @@ def prepare_embedded_broker(celery_app: Celery) -> None:
         connection.default_channel  # noqa: B018 - opening the channel creates the tables
 
 
-def serve(settings: Settings, *, threads: int, worker_concurrency: int) -> None:
+def start_embedded_worker(concurrency: int, beat_lock: InstanceLock) -> subprocess.Popen:
+    """Start the worker (both queues, with beat), dying with serve and holding the beat lock.
+
+    The worker inherits the lock's open file and serve closes its own descriptor, so the lock
+    lives exactly as long as the worker's processes (its pool processes inherit it too). Serve
+    must not keep it: gunicorn forks the web worker after this, and a web worker finishing its
+    requests after a SIGKILLed serve would refuse the restart for nothing.
+    """
+    command = worker_command(f"{COORDINATOR},{EXTRACT}", concurrency, beat=True)
+    dies_with_serve = functools.partial(die_with_parent, os.getpid())
+    worker = subprocess.Popen(command, pass_fds=(beat_lock.fd,), preexec_fn=dies_with_serve)
+    beat_lock.describe(f"gnosi serve (pid {os.getpid()}) and its embedded worker (pid {worker.pid})")
+    beat_lock.close()
+    return worker
+
+
+def stop_worker(worker: subprocess.Popen) -> None:
+    """A warm shutdown (running tasks finish), cut short after 30 s."""
+    worker.terminate()
+    try:
+        worker.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        worker.kill()
+
+
+def serve(settings: Settings, beat_lock: InstanceLock | None, *, threads: int, worker_concurrency: int) -> None:
+    """Serve until gunicorn stops. On the embedded broker the caller has taken ``beat_lock`` (so a
+    second start is refused before it changes anything); the worker started here keeps it."""
     from app import create_app
 
     celery_app = create_app(settings).extensions["celery"]
     worker = None
     settings.shared_secret()  # created before any worker reads it
     if settings.embedded:
+        assert beat_lock is not None, "the embedded worker runs beat: its starter must hold the beat lock"
         prepare_embedded_broker(celery_app)
-        worker = subprocess.Popen(worker_command(f"{COORDINATOR},{EXTRACT}", worker_concurrency, beat=True))
+        worker = start_embedded_worker(worker_concurrency, beat_lock)
     celery_app.send_task("sweep_jobs")  # jobs queued or running before a restart resume now
     try:
         WebServer(settings, threads).run()
     finally:
         if worker is not None:
-            worker.terminate()
-            try:
-                worker.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
+            stop_worker(worker)

@@ -1,7 +1,23 @@
 """Entry point for ``celery -A tasks.worker worker``: builds the app from the environment."""
 from __future__ import annotations
 
+import os
+
+from celery import signals
+
 from app import create_app
+from app.parent_death import die_with_parent
 
 flask_app = create_app()
 celery_app = flask_app.extensions["celery"]
+
+# Imported in the worker's main process, before it forks its beat process (``-B``).
+_WORKER_PID = os.getpid()
+
+
+@signals.beat_embedded_init.connect
+def _beat_dies_with_its_worker(**_: object) -> None:
+    """Celery's pool processes die with their worker (SIGKILL on parent death) but its embedded
+    beat process does not: a SIGKILLed worker left beat sending sweeps, a second scheduler beside
+    the next worker's. Set the same parent-death signal on beat."""
+    die_with_parent(_WORKER_PID)
