@@ -6,7 +6,8 @@ serve runs only the web app and workers run elsewhere (`gnosi worker`).
 
 The embedded worker lives exactly as long as serve: it dies with serve however serve dies
 (app/parent_death.py), and it holds this LOCAL_DATA's beat lock for its life (app/instance_lock.py),
-so a second serve is refused instead of adding a second worker and beat.
+so a second serve is refused instead of adding a second worker and beat. Holding that lock also
+tells a start that the previous embedded worker is dead, so its jobs resume at once.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import functools
 import os
 import subprocess
 import sys
+from datetime import datetime
 
 from celery import Celery
 from gunicorn.app.base import BaseApplication
@@ -21,6 +23,9 @@ from gunicorn.app.base import BaseApplication
 from app.config import Settings
 from app.instance_lock import InstanceLock
 from app.parent_death import die_with_parent
+from storage import jobs
+from storage.db import Database
+from storage.models import utcnow
 from tasks.celery_app import COORDINATOR, EXTRACT
 
 
@@ -48,13 +53,22 @@ class WebServer(BaseApplication):
         return create_app(self.settings)
 
 
-def worker_command(queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False) -> list[str]:
+# The embedded worker's Celery node name, and so the start of the lease owner of every job it
+# claims (tasks/ingest.py: "<node>/<pid>"). A fixed name, not one per pid or per LOCAL_DATA path,
+# so a later start recognises its predecessor's leases even after a new pid, a moved data folder
+# or a container's new hostname. The beat lock keeps it unique: one embedded worker per LOCAL_DATA.
+EMBEDDED_NODE = "gnosi-embedded"
+
+
+def worker_command(
+    queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False, node: str | None = None
+) -> list[str]:
     """``beat`` embeds the scheduler that runs the job sweeper; exactly one worker per LOCAL_DATA
-    may have it (its starter holds the beat lock)."""
+    may have it (its starter holds the beat lock). ``node`` defaults to a name unique per process."""
     return [
         sys.executable, "-m", "celery", "-A", "tasks.worker", "worker",
         "-Q", queues, "-c", str(concurrency), "--loglevel", loglevel, "-E",
-        "-n", f"gnosi-{os.getpid()}@%h", *(["-B"] if beat else []),
+        "-n", node or f"gnosi-{os.getpid()}@%h", *(["-B"] if beat else []),
     ]
 
 
@@ -62,6 +76,24 @@ def prepare_embedded_broker(celery_app: Celery) -> None:
     """Create kombu's tables once, before any worker starts: two workers racing to create them fail."""
     with celery_app.connection_for_write() as connection:
         connection.default_channel  # noqa: B018 - opening the channel creates the tables
+
+
+def end_leases_of_dead_embedded_worker(settings: Settings) -> datetime:
+    """Run while holding the beat lock: every embedded worker of this LOCAL_DATA held it for its
+    whole life, so none is alive and the leases they hold are void now, not when they run out (up
+    to GNOSI_JOB_LEASE_SECONDS). Leases of other workers (`gnosi worker`) may be alive: untouched.
+
+    Returns the moment from which the previous worker is known dead: any message it had taken off
+    the broker died with it, so jobs queued before then may have lost theirs (tasks/sweeper.py).
+    """
+    known_dead_since = utcnow()
+    database = Database(settings.database_path)
+    try:
+        with database.session() as session:
+            jobs.expire_leases_of(session, f"{EMBEDDED_NODE}@")
+    finally:
+        database.dispose()  # no SQLite connection may cross gunicorn's fork of the web worker
+    return known_dead_since
 
 
 def start_embedded_worker(concurrency: int, beat_lock: InstanceLock) -> subprocess.Popen:
@@ -72,7 +104,7 @@ def start_embedded_worker(concurrency: int, beat_lock: InstanceLock) -> subproce
     must not keep it: gunicorn forks the web worker after this, and a web worker finishing its
     requests after a SIGKILLed serve would refuse the restart for nothing.
     """
-    command = worker_command(f"{COORDINATOR},{EXTRACT}", concurrency, beat=True)
+    command = worker_command(f"{COORDINATOR},{EXTRACT}", concurrency, beat=True, node=f"{EMBEDDED_NODE}@%h")
     dies_with_serve = functools.partial(die_with_parent, os.getpid())
     worker = subprocess.Popen(command, pass_fds=(beat_lock.fd,), preexec_fn=dies_with_serve)
     beat_lock.describe(f"gnosi serve (pid {os.getpid()}) and its embedded worker (pid {worker.pid})")
@@ -96,12 +128,14 @@ def serve(settings: Settings, beat_lock: InstanceLock | None, *, threads: int, w
 
     celery_app = create_app(settings).extensions["celery"]
     worker = None
+    sweep: dict[str, str] = {}
     settings.shared_secret()  # created before any worker reads it
     if settings.embedded:
         assert beat_lock is not None, "the embedded worker runs beat: its starter must hold the beat lock"
         prepare_embedded_broker(celery_app)
+        sweep["lost_before"] = end_leases_of_dead_embedded_worker(settings).isoformat()
         worker = start_embedded_worker(worker_concurrency, beat_lock)
-    celery_app.send_task("sweep_jobs")  # jobs queued or running before a restart resume now
+    celery_app.send_task("sweep_jobs", kwargs=sweep)  # jobs queued or running before a restart resume now
     try:
         WebServer(settings, threads).run()
     finally:

@@ -115,6 +115,25 @@ def heartbeat(session: Session, job_id: str, lease: timedelta) -> None:
     )
 
 
+def expire_leases_of(session: Session, owner_prefix: str) -> int:
+    """End now the leases of owners known to be dead (names starting with ``owner_prefix``), so the
+    sweeper re-sends their work at once instead of after up to a whole lease.
+
+    Only for owners the caller has proof of death for (app/serve.py: the embedded worker, whose
+    lock it holds); a lease another owner took meanwhile is left alone (compare-and-set on owner).
+    """
+    now = utcnow()
+    return session.execute(
+        update(Job)
+        .where(
+            Job.state.in_(("running", "cancelling")),
+            Job.lease_owner.startswith(owner_prefix, autoescape=True),
+            Job.lease_expires_at > now,
+        )
+        .values(lease_expires_at=now)
+    ).rowcount
+
+
 def request_cancel(session: Session, notebook: Notebook) -> Job | None:
     """Cooperative cancel: a queued job ends at once, a running one moves to ``cancelling``."""
     job = active_job(session, notebook)

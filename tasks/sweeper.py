@@ -6,6 +6,7 @@ receive twice: claims are compare-and-set, and results for finished sources are 
 from __future__ import annotations
 
 import logging
+from datetime import datetime
 
 from celery import shared_task
 
@@ -20,13 +21,20 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(name="sweep_jobs")
-def sweep_jobs() -> int:
+def sweep_jobs(lost_before: str | None = None) -> int:
+    """Re-send lost work. A queued job is taken for lost after a whole lease (its message may just
+    be waiting for a busy worker), or if it was queued before ``lost_before`` (ISO time): the start
+    of an embedded instance sends that when it knows its previous worker died, and with it any
+    message that worker had taken off the broker (app/serve.py)."""
     svc = services()
     orders: dict[str, list[ExtractOrder]] = {}
     restart: list[str] = []
     finished: list[ingestion.Finish | None] = []
+    queued_before = utcnow() - lease()
+    if lost_before is not None:
+        queued_before = max(queued_before, datetime.fromisoformat(lost_before))
     with svc.db.session() as session:
-        for job in jobs.recoverable(session, queued_before=utcnow() - lease()):
+        for job in jobs.recoverable(session, queued_before=queued_before):
             if job.state == "cancelling":
                 ingestion.cancel(session, job)
             elif job.state == "running" and job.revision_id is not None:

@@ -1,0 +1,44 @@
+"""Ending the leases of a worker known to be dead: only its live leases, never another owner's."""
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from storage import accounts, jobs
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Job, Notebook, utcnow
+
+VAULT = "v" * 32
+DEAD = "gnosi-embedded@"
+
+
+def test_only_live_leases_of_the_dead_owner_end(tmp_path: Path) -> None:
+    upgrade(tmp_path / "n.sqlite3")
+    db = Database(tmp_path / "n.sqlite3")
+    later, earlier = utcnow() + timedelta(minutes=5), utcnow() - timedelta(minutes=5)
+    rows = {
+        "dead-running": ("running", "gnosi-embedded@host/41", later),
+        "dead-cancelling": ("cancelling", "gnosi-embedded@other-host/42", later),
+        "dead-finished": ("succeeded", "gnosi-embedded@host/41", later),
+        "dead-expired": ("running", "gnosi-embedded@host/41", earlier),
+        "alive-elsewhere": ("running", "gnosi-123@host/123", later),
+    }
+    with db.session() as session:
+        user, _ = accounts.add_user(session, VAULT, "alice", "lab", "editor")
+        notebook = Notebook(vault_hash=VAULT, workspace_id="w", title="n", visibility="private",
+                            conversation_mode="private", creator_id=user.id, table_id="t")
+        session.add(notebook)
+        session.flush()
+        for job_id, (state, owner, expires) in rows.items():
+            session.add(Job(id=job_id, vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, kind=jobs.INGEST,
+                            state=state, params={}, lease_owner=owner, lease_expires_at=expires))
+
+    with db.session() as session:
+        assert jobs.expire_leases_of(session, DEAD) == 2
+    with db.reader() as session:
+        recoverable = {job.id for job in jobs.recoverable(session, queued_before=earlier)}
+        alive = session.get(Job, "alive-elsewhere")
+    assert recoverable == {"dead-running", "dead-cancelling", "dead-expired"}
+    assert alive is not None and alive.lease_expires_at == later
+    db.dispose()
