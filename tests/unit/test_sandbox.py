@@ -1,4 +1,5 @@
-"""The extraction child: what comes back from it and how each way of dying is named."""
+"""The extraction child: what comes back from it, how each way of dying is named, and that the
+corpus reads exactly as it does in the worker's own process."""
 from __future__ import annotations
 
 import os
@@ -8,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from pipeline.extractors import extract, pick
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.extractors.registry import sniff
 from pipeline.sandbox import run_limited
 from pipeline.types import PipelineError
 
@@ -81,3 +85,28 @@ def test_a_crash_in_native_code_is_named_a_crash() -> None:
 def test_a_bug_in_the_child_surfaces_with_its_traceback() -> None:
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
         run_limited(lambda: 1 / 0, memory_mb=64, timeout_seconds=30)
+
+
+def _corpus_files(corpus_dir: Path) -> list[Path]:
+    return sorted((corpus_dir / "pdf").glob("*.pdf")) + sorted((corpus_dir / "html").glob("*/source.html"))
+
+
+def test_the_corpus_extracts_identically_through_the_child(corpus_dir: Path) -> None:
+    limits = ExtractLimits()
+    compared = 0
+    for path in _corpus_files(corpus_dir):
+        data = path.read_bytes()
+        if not data:
+            continue
+        extractor = pick(sniff(data, path.name), path.name)
+        try:
+            expected: object = extractor.extract(data, filename=path.name, mime=sniff(data, path.name), limits=limits)
+        except PipelineError as error:
+            expected = error.code
+        try:
+            sandboxed: object = extract(data, filename=path.name, limits=limits)
+        except PipelineError as error:
+            sandboxed = error.code
+        assert sandboxed == expected, path.name
+        compared += 1
+    assert compared >= 35
