@@ -9,6 +9,7 @@ import pytest
 
 from support import bombs
 from support.live import deployment
+from support.processes import tree_peak_kib
 from support.vault import VaultBuilder
 
 pytestmark = pytest.mark.integration
@@ -24,20 +25,6 @@ BOMBS = {
 SERVICE_PEAK_MIB = 512  # gunicorn and Celery processes measure ~140 MiB; the bombs asked for GBs
 
 
-def _peak_mib(pid: int) -> int:
-    """Largest VmHWM of a process and its descendants (web workers, the Celery pool)."""
-    peak, todo = 0, [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-            todo += [int(child) for child in Path(f"/proc/{current}/task/{current}/children").read_text().split()]
-        except OSError:
-            continue
-        peak = max(peak, next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")))
-    return peak // 1024
-
-
 def test_bombs_end_with_their_reasons_and_the_job_finishes(tmp_path: Path) -> None:
     vault = VaultBuilder(tmp_path / "vault")
     for resource_id, (name, build, _, _) in BOMBS.items():
@@ -49,7 +36,7 @@ def test_bombs_end_with_their_reasons_and_the_job_finishes(tmp_path: Path) -> No
         notebook_id = d.api.create([*BOMBS, "dmca"])
         assert d.api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
         assert d.web is not None
-        peak = _peak_mib(d.web.pid)
+        peak = tree_peak_kib(d.web.pid) // 1024
         items = {item["resource_id"]: item for item in d.api.get(f"/api/notebooks/{notebook_id}/sources").json()["items"]}
         hits = d.api.get(f"/api/notebooks/{notebook_id}/search", q="notice and takedown procedure", limit=3).json()
     for resource_id, (_, _, state, code) in BOMBS.items():
