@@ -26,8 +26,9 @@ class ExtractLimits:
     5,000 pages and 20 M characters hold any real book (a dense 1,000-page book is 3-6 M) and keep
     one source's evidence pack near 62 MiB, far below ``GNOSI_EVIDENCE_MAX_BYTES``. A page of
     100,000 characters is ten times the densest page of the corpus (9,435) and twice a newspaper
-    broadsheet. 1 GiB for the decoder is four times what the largest legitimate inputs measured
-    needed; 120 s is 25x the time a 1,000-page book takes here and below the 300 s job lease.
+    broadsheet. 1 GiB for the decoder is ten times what the largest inputs tried that were not
+    bombs needed; 120 s is over 20x the few seconds a 1,000-page book takes here, and below the
+    300 s job lease.
     """
 
     max_pages: int = 5_000
