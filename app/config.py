@@ -11,6 +11,11 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.extractors.limits import ExtractLimits
+
+# The extraction caps' defaults live with the caps (pipeline/extractors/limits.py says why).
+_EXTRACT = ExtractLimits()
+
 
 def _int(env: dict[str, str], name: str, default: int) -> int:
     raw = env.get(name, "").strip()
@@ -51,6 +56,11 @@ class Settings:
     chat_turns_per_minute: int = 20
     refreshes_per_minute: int = 10
     opens_per_minute: int = 6
+    extract_max_pages: int = _EXTRACT.max_pages
+    extract_max_page_chars: int = _EXTRACT.max_page_chars
+    extract_max_chars: int = _EXTRACT.max_chars
+    extract_memory_mb: int = _EXTRACT.memory_mb
+    extract_timeout_seconds: int = _EXTRACT.timeout_seconds
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -85,6 +95,21 @@ class Settings:
             chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
             refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
             opens_per_minute=_int(env, "GNOSI_OPENS_PER_MINUTE", 6),
+            extract_max_pages=_int(env, "GNOSI_EXTRACT_MAX_PAGES", _EXTRACT.max_pages),
+            extract_max_page_chars=_int(env, "GNOSI_EXTRACT_MAX_PAGE_CHARS", _EXTRACT.max_page_chars),
+            extract_max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
+            extract_memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
+            extract_timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+        )
+
+    @property
+    def extract_limits(self) -> ExtractLimits:
+        return ExtractLimits(
+            max_pages=self.extract_max_pages,
+            max_page_chars=self.extract_max_page_chars,
+            max_chars=self.extract_max_chars,
+            memory_mb=self.extract_memory_mb,
+            timeout_seconds=self.extract_timeout_seconds,
         )
 
     @property

@@ -23,8 +23,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from pipeline.extractors import extract  # noqa: E402
+from pipeline.extractors.limits import ExtractLimits  # noqa: E402
+from pipeline.extractors.pdf import PdfExtractor  # noqa: E402
 from support.live import deployment  # noqa: E402
+from support.processes import tree, tree_peak_kib  # noqa: E402
 from support.services import CORPUS  # noqa: E402
 from support.vault import VaultBuilder  # noqa: E402
 
@@ -37,38 +39,14 @@ PDFS = [
 
 
 def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
+    """PDFium alone, in this process: the pipeline's extraction child is part of what is compared."""
+    pdf, limits = PdfExtractor(), ExtractLimits()
     for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
-        extract(path.read_bytes(), filename=path.name)
+        pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits)
     pages, started = 0, time.perf_counter()
     for path in files:
-        pages += extract(path.read_bytes(), filename=path.name).page_count or 0
+        pages += pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits).page_count or 0
     return pages / (time.perf_counter() - started), pages
-
-
-def tree(pid: int) -> list[int]:
-    """A process and its descendants (prefork children and gunicorn workers do the work)."""
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        try:
-            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
-        except OSError:
-            continue
-        found.append(current)
-        todo.extend(int(child) for child in children)
-    return found
-
-
-def tree_peak_kib(pid: int) -> int:
-    """Largest VmHWM among a process and its descendants."""
-    peak = 0
-    for current in tree(pid):
-        try:
-            status = Path(f"/proc/{current}/status").read_text()
-        except OSError:
-            continue
-        peak = max(peak, next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")))
-    return peak
 
 
 def tree_cpu_seconds(pid: int) -> float:

@@ -16,6 +16,7 @@ from pipeline.chunker import chunk_segments
 from pipeline.embedder import Embedder
 from pipeline.evidence_pack import Evidence, evidence_of
 from pipeline.extractors import extract
+from pipeline.extractors.limits import ExtractLimits, truncation_note
 from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
 from pipeline.types import Extraction, PipelineError, SourceRef
@@ -24,7 +25,11 @@ from pipeline.types import Extraction, PipelineError, SourceRef
 @dataclass
 class SourceResult:
     """The outcome of processing one source. Its message form (a Celery payload) leaves the
-    evidence out: that travels as a pack file (pipeline.evidence_pack)."""
+    evidence out: that travels as a pack file (pipeline.evidence_pack).
+
+    ``error_code``/``error`` say why a source failed or, on an extracted one, what was left out
+    of it (``EXTRACT_PAGE_TRUNCATED``), so the reader sees that some text is missing.
+    """
 
     source_id: str
     status: str  # "extracted" | "not_modified" | "error" | "cancelled"
@@ -71,19 +76,22 @@ def process_source(
     read_attachment: AttachmentReader,
     policy: FetchPolicy,
     embedder: Embedder,
+    limits: ExtractLimits,
     validators: dict[str, str] | None = None,
 ) -> SourceResult:
     """Read or fetch, extract, chunk and embed one source; expected failures become results.
 
     ``read_attachment`` returns the attachment's bytes and file name; the worker passes a reader
-    that asks the API instance, so this code never needs the vault or the database.
+    that asks the API instance, so this code never needs the vault or the database. ``limits``
+    bound the extraction; a source past one of them ends with that cap's error, and pages cut at
+    the per-page cap leave a note on the otherwise available source.
     """
     validators = validators or {}
     try:
         if ref.kind == "attachment":
             data, filename = read_attachment()
             content_hash = bytes_sha256(data)
-            extraction = extract(data, filename=filename, mime=mimetypes.guess_type(filename)[0])
+            extraction = extract(data, filename=filename, mime=mimetypes.guess_type(filename)[0], limits=limits)
             meta = _meta(extraction, content_hash)
         else:
             fetched = fetch(
@@ -101,6 +109,7 @@ def process_source(
                 mime=fetched.content_type,
                 url=fetched.url,
                 declared_charset=fetched.charset,
+                limits=limits,
             )
             content_hash = fetched.content_hash or bytes_sha256(fetched.content)
             meta = _meta(extraction, content_hash, **web)
@@ -125,4 +134,7 @@ def process_source(
         {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk.locator}
         for chunk in chunks
     ]
-    return SourceResult(source_id, "extracted", meta=meta, evidence=evidence_of(embedder.name, rows, vectors))
+    note_code, note = truncation_note(extraction.truncated_pages, limits) or (None, None)
+    return SourceResult(
+        source_id, "extracted", note_code, note, meta=meta, evidence=evidence_of(embedder.name, rows, vectors)
+    )

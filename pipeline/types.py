@@ -50,6 +50,8 @@ class Extraction:
     title: str | None = None
     page_count: int | None = None
     pages_needing_ocr: list[int] = field(default_factory=list)
+    # Pages cut at the per-page character cap (pipeline.extractors.limits), reported to the reader.
+    truncated_pages: list[int] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +65,7 @@ class Extraction:
             title=data.get("title"),
             page_count=data.get("page_count"),
             pages_needing_ocr=list(data.get("pages_needing_ocr", [])),
+            truncated_pages=list(data.get("truncated_pages", [])),
         )
 
 

@@ -172,6 +172,7 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
         ]
         revisions.store_chunks(session, source, rows, embedder=evidence.embedder)
         source.state = "available"
+        source.error_code, source.error = result.error_code, result.error  # a truncation note, if any
         if source.kind == "url":
             _audit(session, job, source, "changed", None)
     else:

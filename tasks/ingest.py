@@ -113,6 +113,7 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
             read_attachment=lambda: api.attachment(job_id, source_id),
             policy=svc.fetch_policy,
             embedder=svc.embedder,
+            limits=svc.settings.extract_limits,
             validators=validators,
         )
     except InternalApiUnavailable:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from pathlib import PurePosixPath
 
+from pipeline.extractors.limits import ExtractLimits
 from pipeline.types import Extraction
 
 # Large enough to keep a section or a few paragraphs whole, small enough that a citation's locator
@@ -33,6 +34,13 @@ class Extractor(ABC):
       also on error, because one worker process extracts hundreds of sources in a row.
     - Content that needs another pass (for example a PDF page without a text layer) MUST be
       reported (``pages_needing_ocr``) rather than silently indexed as empty.
+    - ``extract`` MUST keep to ``limits`` (``pipeline.extractors.limits``): it SHOULD check a
+      declared size (a page count) before decoding what it sizes, and MUST count every character it
+      keeps through one ``CharBudget``, reporting a page it cut in ``truncated_pages``.
+    - ``sandboxed`` MUST stay true for a decoder of untrusted formats (native code, parsers whose
+      memory grows with nesting or compression): the registry then runs it in a child process with
+      the memory and time caps (``pipeline.sandbox``). Only an extractor whose memory is a small
+      multiple of its input and that the budget bounds before decoding MAY set it false.
     - ``url`` is the address a web page was fetched from, ``None`` for an attachment; an
       extractor SHOULD put it into locators where it helps a reader open the evidence.
       ``declared_charset`` is the charset the server or the caller declared; a text-based
@@ -40,6 +48,7 @@ class Extractor(ABC):
     """
 
     name: str
+    sandboxed: bool = True
 
     @abstractmethod
     def score(self, mime: str, filename: str) -> int:
@@ -54,8 +63,9 @@ class Extractor(ABC):
         mime: str,
         url: str | None = None,
         declared_charset: str | None = None,
+        limits: ExtractLimits,
     ) -> Extraction:
-        """Read ``data`` into segments; raise ``PipelineError`` on expected failures."""
+        """Read ``data`` into segments within ``limits``; raise ``PipelineError`` on expected failures."""
 
 
 def extension(filename: str) -> str:

@@ -17,6 +17,7 @@ from trafilatura.xml import xmltotxt
 
 from pipeline.charset import decode_html
 from pipeline.extractors.base import Extractor, extension, split_spans
+from pipeline.extractors.limits import CharBudget, ExtractLimits
 from pipeline.types import Extraction, Segment
 
 HTML_MIMES = frozenset({"text/html", "application/xhtml+xml"})
@@ -42,6 +43,7 @@ class HtmlExtractor(Extractor):
         mime: str,
         url: str | None = None,
         declared_charset: str | None = None,
+        limits: ExtractLimits,
     ) -> Extraction:
         tree = trafilatura.load_html(decode_html(data, declared_charset))
         if tree is None:
@@ -52,11 +54,14 @@ class HtmlExtractor(Extractor):
         document = trafilatura.bare_extraction(tree, url=url, with_metadata=True, include_comments=False)
         if document is None or document.body is None:
             return Extraction(mime="text/html", segments=[], title=page_title)
-        segments = [
-            Segment(text=text[start:end], locator={"url": url, "fragment": fragment})
-            for fragment, text in _sections(document.body, anchors)
-            for start, end in split_spans(text)
-        ]
+        budget = CharBudget(limits)
+        segments: list[Segment] = []
+        for fragment, text in _sections(document.body, anchors):
+            budget.spend(len(text))
+            segments.extend(
+                Segment(text=text[start:end], locator={"url": url, "fragment": fragment})
+                for start, end in split_spans(text)
+            )
         return Extraction(mime="text/html", segments=segments, title=_clean(document.title) or page_title)
 
 

@@ -5,6 +5,7 @@ PDFium reads page text 55-200x faster than pdfplumber's ``extract_text`` and spa
 """
 from __future__ import annotations
 
+import os
 import re
 import threading
 from contextlib import closing
@@ -13,6 +14,7 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
 from pipeline.extractors.base import Extractor, extension
+from pipeline.extractors.limits import CharBudget, ExtractLimits
 from pipeline.types import Extraction, PipelineError, Segment
 
 PDF_MIMES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
@@ -20,6 +22,12 @@ PDF_MIMES = frozenset({"application/pdf", "application/x-pdf", "application/acro
 # PDFium is not thread-safe, not even across different documents: every call into it from this
 # process goes through this lock, so a threaded worker pool cannot crash the interpreter.
 PDFIUM_LOCK = threading.Lock()
+# Extraction runs in a forked child (pipeline.sandbox). Holding the lock across every fork means no
+# other thread of a threaded worker is inside PDFium at that instant, and the child, whose only
+# thread is the forking one, starts with the lock released.
+os.register_at_fork(
+    before=PDFIUM_LOCK.acquire, after_in_parent=PDFIUM_LOCK.release, after_in_child=PDFIUM_LOCK.release
+)
 
 # PDFium marks a hyphen it saw at a line end with U+FFFE and joins the lines itself.
 _MARKED_HYPHEN = re.compile("\ufffe(.?)", re.DOTALL)
@@ -55,6 +63,7 @@ class PdfExtractor(Extractor):
         mime: str,
         url: str | None = None,
         declared_charset: str | None = None,
+        limits: ExtractLimits,
     ) -> Extraction:
         with PDFIUM_LOCK:
             try:
@@ -63,7 +72,7 @@ class PdfExtractor(Extractor):
                 raise _load_error(error, filename) from None
             with closing(document):
                 try:
-                    return _read(document)
+                    return _read(document, CharBudget(limits))
                 except PipelineError:
                     raise
                 except Exception as error:  # a native library fails in many ways; none may escape
@@ -77,14 +86,21 @@ def _load_error(error: pdfium.PdfiumError, filename: str) -> PipelineError:
     return PipelineError("PDF_CORRUPT", f"{filename[:200]} is not a readable PDF ({error})")
 
 
-def _read(document: pdfium.PdfDocument) -> Extraction:
-    """Every page's text with its physical number and printed label; close each page at once."""
+def _read(document: pdfium.PdfDocument, budget: CharBudget) -> Extraction:
+    """Every page's text with its physical number and printed label; close each page at once.
+
+    The page count is the page tree's own claim, so a tree claiming 200,000 pages is refused
+    before any page is loaded; a page is read only up to the per-page cap.
+    """
     segments: list[Segment] = []
     needing_ocr: list[int] = []
     page_count = len(document)
+    budget.check_pages(page_count)
     for index in range(page_count):
         with closing(document[index]) as page, closing(page.get_textpage()) as textpage:
-            text = clean_page_text(textpage.get_text_range())
+            wanted = budget.page_chars(index + 1, textpage.count_chars())
+            text = clean_page_text(textpage.get_text_range(0, wanted)) if wanted else ""
+        budget.spend(len(text))
         if not text:
             needing_ocr.append(index + 1)
             continue
@@ -99,6 +115,7 @@ def _read(document: pdfium.PdfDocument) -> Extraction:
         title=_title(document),
         page_count=page_count,
         pages_needing_ocr=needing_ocr,
+        truncated_pages=budget.truncated_pages,
     )
 
 

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import codecs
 import mimetypes
+from functools import partial
 
 from pipeline.extractors.base import Extractor
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.sandbox import run_limited
 from pipeline.types import Extraction, PipelineError
 
 GENERIC_MIME = "application/octet-stream"
@@ -20,6 +23,7 @@ _HTML_MARKERS = (b"<!doctype html", b"<html", b"<head", b"<body")
 _SNIFF_BYTES = 1024
 
 _extractors: list[Extractor] = []
+DEFAULT_LIMITS = ExtractLimits()
 
 
 def register(extractor: Extractor) -> Extractor:
@@ -49,11 +53,13 @@ def extract(
     mime: str | None = None,
     url: str | None = None,
     declared_charset: str | None = None,
+    limits: ExtractLimits = DEFAULT_LIMITS,
 ) -> Extraction:
-    """Extract one source, sniffing its type when ``mime`` is missing or generic.
+    """Extract one source within ``limits``, sniffing its type when ``mime`` is missing or generic.
 
     A ``charset`` parameter on ``mime`` (``text/html; charset=utf-8``) serves as the declared
-    charset when none is passed separately.
+    charset when none is passed separately. A sandboxed extractor runs in a child process under
+    the memory and time caps (``pipeline.sandbox``).
     """
     if not data:
         raise PipelineError("EMPTY_FILE", f"{filename[:200] or 'source'} is empty")
@@ -61,9 +67,13 @@ def extract(
     if essence in _GENERIC:
         essence = sniff(data, filename)
     extractor = pick(essence, filename)
-    return extractor.extract(
-        data, filename=filename, mime=essence, url=url, declared_charset=declared_charset or charset
+    task = partial(
+        extractor.extract,
+        data, filename=filename, mime=essence, url=url, declared_charset=declared_charset or charset, limits=limits,
     )
+    if not extractor.sandboxed:
+        return task()
+    return run_limited(task, memory_mb=limits.memory_mb, timeout_seconds=limits.timeout_seconds)
 
 
 def sniff(data: bytes, filename: str) -> str:

@@ -5,6 +5,7 @@ import re
 
 from pipeline.charset import decode_text
 from pipeline.extractors.base import Extractor, extension, split_spans
+from pipeline.extractors.limits import CharBudget, ExtractLimits
 from pipeline.types import Extraction, Segment
 
 _MARKDOWN_MIMES = frozenset({"text/markdown", "text/x-markdown"})
@@ -25,9 +26,15 @@ _NEWLINES = re.compile(r"\r\n?")
 
 
 class TextExtractor(Extractor):
-    """Any text file; it also serves other ``text/*`` types no better extractor claims."""
+    """Any text file; it also serves other ``text/*`` types no better extractor claims.
+
+    Not sandboxed: decoding text costs a small multiple of its bytes, and the budget refuses
+    more bytes than the character cap can hold before anything is decoded, so a fork would buy
+    nothing.
+    """
 
     name = "text"
+    sandboxed = False
 
     def score(self, mime: str, filename: str) -> int:
         if mime in _MARKDOWN_MIMES or mime in _TEXT_MIMES:
@@ -44,8 +51,12 @@ class TextExtractor(Extractor):
         mime: str,
         url: str | None = None,
         declared_charset: str | None = None,
+        limits: ExtractLimits,
     ) -> Extraction:
+        budget = CharBudget(limits)
+        budget.check_encoded(len(data))
         text = _NEWLINES.sub("\n", decode_text(data, declared_charset))
+        budget.spend(len(text))
         markdown = mime in _MARKDOWN_MIMES or extension(filename) in _MARKDOWN_EXTENSIONS
         segments: list[Segment] = []
         line, counted_to = 1, 0

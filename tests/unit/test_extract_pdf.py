@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.extractors import extract, pick
+from pipeline.extractors.limits import ExtractLimits
 from pipeline.extractors.pdf import PdfExtractor, clean_page_text
 from pipeline.types import PipelineError
 
@@ -112,7 +113,7 @@ def test_empty_pdf(corpus_dir):
         extract(data, filename="empty.pdf")
     assert caught.value.code == "EMPTY_FILE"
     with pytest.raises(PipelineError) as caught:
-        PdfExtractor().extract(data, filename="empty.pdf", mime="application/pdf")
+        PdfExtractor().extract(data, filename="empty.pdf", mime="application/pdf", limits=ExtractLimits())
     assert caught.value.code == "PDF_CORRUPT"
 
 

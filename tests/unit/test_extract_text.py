@@ -109,7 +109,7 @@ def test_a_new_extractor_is_one_register_call(monkeypatch):
         def score(self, mime: str, filename: str) -> int:
             return 20 if mime == "text/x-shout" else 0
 
-        def extract(self, data, *, filename, mime, url=None, declared_charset=None) -> Extraction:
+        def extract(self, data, *, filename, mime, url=None, declared_charset=None, limits) -> Extraction:
             return Extraction(mime=mime, segments=[Segment(text=data.decode().upper(), locator={"offset": 0})])
 
     register(ShoutExtractor())

@@ -1,0 +1,35 @@
+"""Measure a process tree through /proc: a service's web workers, Celery pool children and the
+extraction children they fork are all descendants of the process a test or benchmark started."""
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def tree(pid: int) -> list[int]:
+    """A process and its descendants (prefork children and gunicorn workers do the work)."""
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        try:
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        found.append(current)
+        todo.extend(int(child) for child in children)
+    return found
+
+
+def tree_peak_kib(pid: int) -> int:
+    """Largest VmHWM among a process and its descendants.
+
+    A child that exited but is not reaped yet (an extraction child, for a moment) has no memory
+    and no VmHWM line: it counts as 0.
+    """
+    peak = 0
+    for current in tree(pid):
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+        except OSError:
+            continue
+        peak = max(peak, next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")), 0))
+    return peak
