@@ -82,9 +82,8 @@ def user_revoke(token: str) -> None:
 
 
 @main.command()
-@click.option("--threads", default=8, show_default=True, help="Web threads (each websocket holds one).")
 @click.option("--worker-concurrency", default=2, show_default=True, help="Embedded worker processes.")
-def serve(threads: int, worker_concurrency: int) -> None:
+def serve(worker_concurrency: int) -> None:
     """Run the API (and, without CELERY_BROKER_URL, a worker on the embedded broker)."""
     from app.serve import serve as run_server
 
@@ -96,7 +95,7 @@ def serve(threads: int, worker_concurrency: int) -> None:
     _first_run_account(settings)
     mode = "embedded broker (no Redis)" if settings.embedded else f"broker {settings.broker_url}"
     click.echo(f"gnosi: http://{settings.host}:{settings.port}/ · vault {settings.vault_path} · {mode}")
-    run_server(settings, threads=threads, worker_concurrency=worker_concurrency)
+    run_server(settings, worker_concurrency=worker_concurrency)
 
 
 def _first_run_account(settings: Settings) -> None:

@@ -1,4 +1,4 @@
-"""`gnosi serve`: the web app (gunicorn, threaded) plus, on the embedded broker, a worker.
+"""`gnosi serve`: the web app (gunicorn, gevent) plus, on the embedded broker, a worker.
 
 On the embedded default one command runs everything on one machine: a Celery worker process
 consumes both queues from a SQLite broker file, so no Redis is needed. With CELERY_BROKER_URL set,
@@ -7,38 +7,64 @@ serve runs only the web app and workers run elsewhere (`gnosi worker`).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
 from celery import Celery
-from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
 from tasks.celery_app import COORDINATOR, EXTRACT
 
 
-class WebServer(BaseApplication):
-    def __init__(self, settings: Settings, threads: int) -> None:
+# gunicorn's gevent worker reads every request head (request line and headers) under its
+# keep-alive timer, so this also bounds how long a half-sent request (slowloris) is kept.
+REQUEST_HEAD_SECONDS = 5
+# On shutdown, connections still open after this (idle websockets, turns) are closed.
+GRACEFUL_SECONDS = 10
+
+
+class WebServer:
+    """gunicorn with one gevent worker, run as its own interpreter (``python -m gunicorn``).
+
+    Every connection is a greenlet, so idle websockets and slow requests cannot take the threads
+    HTTP needs (docs/decisions/0006). Why a child process: this one has already built the Flask
+    and Celery apps to send the start-up sweep, so their locks, threads and SSL contexts exist
+    here, and gevent must patch before those are made. The child's master imports only gunicorn
+    and ``serving.worker``; its worker patches, then loads ``app:create_app()`` (no preload).
+    One worker process, because the websocket caps are counted per process.
+    """
+
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.threads = threads
-        super().__init__()
 
-    def load_config(self) -> None:
-        for name, value in {
-            "bind": f"{self.settings.host}:{self.settings.port}",
-            "workers": 1,
-            "worker_class": "gthread",
-            "threads": self.threads,
-            "timeout": 120,
-            "accesslog": "-",
-            "control_socket_disable": True,
-        }.items():
-            self.cfg.set(name, value)
+    def command(self) -> list[str]:
+        settings = self.settings
+        return [
+            sys.executable, "-m", "gunicorn", "app:create_app()",
+            "--bind", f"{settings.host}:{settings.port}",
+            "--workers", "1",
+            "--worker-class", "serving.worker.JsonErrorGeventWorker",
+            "--worker-connections", str(settings.web_connections),
+            "--keep-alive", str(REQUEST_HEAD_SECONDS),
+            "--graceful-timeout", str(GRACEFUL_SECONDS),
+            "--timeout", "120",
+            "--access-logfile", "-",
+            "--no-control-socket",
+        ]
 
-    def load(self):  # type: ignore[no-untyped-def]
-        from app import create_app
-
-        return create_app(self.settings)
+    def run(self) -> None:
+        """Serve until gunicorn exits; SIGTERM, SIGINT and SIGHUP sent to this process reach it."""
+        process = subprocess.Popen(self.command())
+        forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, lambda signum, _frame: process.send_signal(signum)) for sig in forwarded}
+        try:
+            returncode = process.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if returncode:
+            raise SystemExit(returncode)
 
 
 def worker_command(queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False) -> list[str]:
@@ -56,7 +82,7 @@ def prepare_embedded_broker(celery_app: Celery) -> None:
         connection.default_channel  # noqa: B018 - opening the channel creates the tables
 
 
-def serve(settings: Settings, *, threads: int, worker_concurrency: int) -> None:
+def serve(settings: Settings, *, worker_concurrency: int) -> None:
     from app import create_app
 
     celery_app = create_app(settings).extensions["celery"]
@@ -67,7 +93,7 @@ def serve(settings: Settings, *, threads: int, worker_concurrency: int) -> None:
         worker = subprocess.Popen(worker_command(f"{COORDINATOR},{EXTRACT}", worker_concurrency, beat=True))
     celery_app.send_task("sweep_jobs")  # jobs queued or running before a restart resume now
     try:
-        WebServer(settings, threads).run()
+        WebServer(settings).run()
     finally:
         if worker is not None:
             worker.terminate()
