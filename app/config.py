@@ -50,6 +50,11 @@ class Settings:
     cookie_secure: bool = False
     chat_turns_per_minute: int = 20
     refreshes_per_minute: int = 10
+    ws_auth_seconds: int = 5
+    ws_idle_seconds: int = 300
+    ws_sockets_per_user: int = 8
+    ws_max_sockets: int = 500
+    web_connections: int = 1000
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -83,6 +88,11 @@ class Settings:
             cookie_secure=env.get("GNOSI_COOKIE_SECURE", "") == "1",
             chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
             refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
+            ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
+            ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
+            ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),
+            ws_max_sockets=_int(env, "GNOSI_WS_MAX_SOCKETS", 500),
+            web_connections=_int(env, "GNOSI_WEB_CONNECTIONS", 1000),
         )
 
     @property
