@@ -11,7 +11,8 @@ applies at the socket's next turn (an ``error`` event such as ``AUTH_INVALID``).
 
 Sockets are bounded so that they can never starve HTTP. The server closes one with:
 
-- 1008 "authentication deadline": no valid credentials ``GNOSI_WS_AUTH_SECONDS`` after the handshake;
+- 1008 "authentication deadline": no valid credentials ``GNOSI_WS_AUTH_SECONDS`` after the handshake,
+  or after a message whose credentials stopped working (a revoked token, a sign-out);
 - 4408 "idle": no message from the client for ``GNOSI_WS_IDLE_SECONDS`` (a turn in progress is
   not idle: the clock restarts when it ends);
 - 4429: the user already has ``GNOSI_WS_SOCKETS_PER_USER`` sockets open;
@@ -79,21 +80,29 @@ class ChatSocket:
         self.slot = slot
         self.token: str | None = None  # from an 'auth' message; None: the handshake's credentials
         self.signed_in = False
+        self.auth_deadline = time.monotonic() + settings.ws_auth_seconds
 
     def send(self, event: str, data: dict[str, Any]) -> None:
         self.ws.send(json.dumps({"event": event, "data": data}, ensure_ascii=False))
 
     def principal(self) -> Principal:
         """Resolved afresh from the credentials for every message (each runs in its own app
-        context, so nothing an earlier message cached on ``g`` is reused)."""
-        return principal_from_token(self.token) if self.token is not None else current_principal()
+        context, so nothing an earlier message cached on ``g`` is reused). Credentials that stopped
+        working (a revoked token, a sign-out) leave the socket the authentication deadline to
+        sign in again."""
+        try:
+            return principal_from_token(self.token) if self.token is not None else current_principal()
+        except ApiError as err:
+            if err.status == 401 and self.signed_in:
+                self.signed_in = False
+                self.auth_deadline = time.monotonic() + self.settings.ws_auth_seconds
+            raise
 
     def sign_in(self, principal: Principal) -> None:
         self.slots.bind_user(self.slot, principal.user_id)
         self.signed_in = True
 
     def serve(self) -> None:
-        auth_deadline = time.monotonic() + self.settings.ws_auth_seconds
         try:
             with current_app.app_context():
                 self.sign_in(self.principal())
@@ -101,7 +110,7 @@ class ChatSocket:
             pass  # no usable credentials yet: an 'auth' message may bring them before the deadline
         while True:
             signed_in = self.signed_in
-            raw = self.receive(time.monotonic() + self.settings.ws_idle_seconds if signed_in else auth_deadline)
+            raw = self.receive(time.monotonic() + self.settings.ws_idle_seconds if signed_in else self.auth_deadline)
             if raw is None:
                 self.ws.close(*(IDLE if signed_in else AUTH_DEADLINE))
                 return

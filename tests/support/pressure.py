@@ -17,12 +17,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 
-def _send_upgrade(host: str, port: int, timeout: float) -> socket.socket:
+def send_upgrade(host: str, port: int, timeout: float, headers: dict[str, str] | None = None) -> socket.socket:
+    """Connect and send a websocket upgrade request for /api/chat/ws; the answer is left unread."""
     sock = socket.create_connection((host, port), timeout=timeout)
     key = base64.b64encode(os.urandom(16)).decode()
+    extra = "".join(f"{name}: {value}\r\n" for name, value in (headers or {}).items())
     sock.sendall(
         f"GET /api/chat/ws HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
-        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n\r\n".encode()
+        f"Sec-WebSocket-Key: {key}\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n".encode()
     )
     return sock
 
@@ -69,7 +71,7 @@ def idle_websockets(host: str, port: int, count: int, timeout: float = 10.0) -> 
     try:
         for _ in range(count):
             try:
-                pending.append(_send_upgrade(host, port, timeout))
+                pending.append(send_upgrade(host, port, timeout))
             except OSError:
                 idle.failed += 1
         deadline = time.monotonic() + timeout
