@@ -297,3 +297,11 @@ def test_bad_messages_answer_an_error_and_keep_the_socket(strict, raw: str) -> N
         assert answer(ws, {"type": "auth", "token": d.token})["event"] == "auth"
     finally:
         close_quietly(ws)
+
+
+def test_a_message_over_the_size_limit_closes_the_socket_with_1009(strict) -> None:
+    d, _ = strict
+    ws = connect(d, d.token)
+    ws.send(json.dumps({"type": "turn", "notebook_id": "x", "message": "y" * 1_100_000}))
+    code, _, _ = close_of(ws, timeout=10)
+    assert code == 1009
