@@ -114,7 +114,11 @@ class Slowloris:
         sock.close()
         self.dropped += 1
 
+    def stop(self) -> None:
+        self._stop.set()
+
     def run(self) -> None:
+        """Keep ``count`` requests half-sent until ``stop()``."""
         with selectors.DefaultSelector() as selector:
             for _ in range(self.count):
                 self._open(selector)
@@ -143,5 +147,5 @@ def slowloris(host: str, port: int, count: int) -> Iterator[Slowloris]:
     try:
         yield attack
     finally:
-        attack._stop.set()
+        attack.stop()
         thread.join(timeout=10)
