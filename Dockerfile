@@ -5,6 +5,7 @@ COPY app app
 COPY tasks tasks
 COPY pipeline pipeline
 COPY storage storage
+COPY serving serving
 COPY alembic alembic
 COPY web web
 RUN pip install --no-cache-dir -e . flower

@@ -113,9 +113,8 @@ def user_sign_out(name: str) -> None:
 
 
 @main.command()
-@click.option("--threads", default=8, show_default=True, help="Web threads (each websocket holds one).")
 @click.option("--worker-concurrency", default=2, show_default=True, help="Embedded worker processes.")
-def serve(threads: int, worker_concurrency: int) -> None:
+def serve(worker_concurrency: int) -> None:
     """Run the API (and, without CELERY_BROKER_URL, a worker on the embedded broker)."""
     from app.serve import serve as run_server
 
@@ -128,7 +127,7 @@ def serve(threads: int, worker_concurrency: int) -> None:
     _first_run_account(settings)
     mode = "embedded broker (no Redis)" if settings.embedded else f"broker {settings.broker_url}"
     click.echo(f"gnosi: http://{settings.host}:{settings.port}/ · vault {settings.vault_path} · {mode}")
-    run_server(settings, lock, threads=threads, worker_concurrency=worker_concurrency)
+    run_server(settings, lock, worker_concurrency=worker_concurrency)
 
 
 def _take_beat_lock(settings: Settings, holder: str) -> InstanceLock:

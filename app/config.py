@@ -61,6 +61,11 @@ class Settings:
     extract_max_chars: int = _EXTRACT.max_chars
     extract_memory_mb: int = _EXTRACT.memory_mb
     extract_timeout_seconds: int = _EXTRACT.timeout_seconds
+    ws_auth_seconds: int = 5
+    ws_idle_seconds: int = 300
+    ws_sockets_per_user: int = 8
+    ws_max_sockets: int = 500
+    web_connections: int = 1000
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -100,6 +105,11 @@ class Settings:
             extract_max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
             extract_memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
             extract_timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+            ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
+            ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
+            ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),
+            ws_max_sockets=_int(env, "GNOSI_WS_MAX_SOCKETS", 500),
+            web_connections=_int(env, "GNOSI_WEB_CONNECTIONS", 1000),
         )
 
     @property

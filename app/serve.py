@@ -1,4 +1,4 @@
-"""`gnosi serve`: the web app (gunicorn, threaded) plus, on the embedded broker, a worker.
+"""`gnosi serve`: the web app (gunicorn, gevent) plus, on the embedded broker, a worker.
 
 On the embedded default one command runs everything on one machine: a Celery worker process
 consumes both queues from a SQLite broker file, so no Redis is needed. With CELERY_BROKER_URL set,
@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import functools
 import os
+import signal
 import subprocess
 import sys
+import threading
 from datetime import datetime
 
 from celery import Celery
-from gunicorn.app.base import BaseApplication
 
 from app.config import Settings
 from app.instance_lock import InstanceLock
@@ -29,28 +30,55 @@ from storage.models import utcnow
 from tasks.celery_app import COORDINATOR, EXTRACT
 
 
-class WebServer(BaseApplication):
-    def __init__(self, settings: Settings, threads: int) -> None:
+# gunicorn's gevent worker reads every request head (request line and headers) under its
+# keep-alive timer, so this also bounds how long a half-sent request (slowloris) is kept.
+REQUEST_HEAD_SECONDS = 5
+# On shutdown, connections still open after this (idle websockets, turns) are closed.
+GRACEFUL_SECONDS = 10
+
+
+class WebServer:
+    """gunicorn with one gevent worker, run as its own interpreter (``python -m gunicorn``).
+
+    Every connection is a greenlet, so idle websockets and slow requests cannot take the threads
+    HTTP needs (docs/decisions/0006). Why a child process: this one has already built the Flask
+    and Celery apps to send the start-up sweep, so their locks, threads and SSL contexts exist
+    here, and gevent must patch before those are made. The child's master imports only gunicorn
+    and ``serving.worker``; its worker patches, then loads ``app:create_app()`` (no preload).
+    One worker process, because the websocket caps are counted per process.
+    """
+
+    def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.threads = threads
-        super().__init__()
 
-    def load_config(self) -> None:
-        for name, value in {
-            "bind": f"{self.settings.host}:{self.settings.port}",
-            "workers": 1,
-            "worker_class": "gthread",
-            "threads": self.threads,
-            "timeout": 120,
-            "accesslog": "-",
-            "control_socket_disable": True,
-        }.items():
-            self.cfg.set(name, value)
+    def command(self) -> list[str]:
+        settings = self.settings
+        return [
+            sys.executable, "-m", "gunicorn", "app:create_app()",
+            "--bind", f"{settings.host}:{settings.port}",
+            "--workers", "1",
+            "--worker-class", "serving.worker.JsonErrorGeventWorker",
+            "--worker-connections", str(settings.web_connections),
+            "--keep-alive", str(REQUEST_HEAD_SECONDS),
+            "--graceful-timeout", str(GRACEFUL_SECONDS),
+            "--timeout", "120",
+            "--access-logfile", "-",
+            "--no-control-socket",
+        ]
 
-    def load(self):  # type: ignore[no-untyped-def]
-        from app import create_app
-
-        return create_app(self.settings)
+    def run(self) -> None:
+        """Serve until gunicorn exits; SIGTERM, SIGINT and SIGHUP sent to this process reach it.
+        gunicorn dies with this process (its own workers follow their master)."""
+        process = subprocess.Popen(self.command(), preexec_fn=functools.partial(die_with_parent, os.getpid()))
+        forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+        previous = {sig: signal.signal(sig, lambda signum, _frame: process.send_signal(signum)) for sig in forwarded}
+        try:
+            returncode = process.wait()
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if returncode:
+            raise SystemExit(returncode)
 
 
 # The embedded worker's Celery node name, and so the start of the lease owner of every job it
@@ -121,7 +149,7 @@ def stop_worker(worker: subprocess.Popen) -> None:
         worker.kill()
 
 
-def serve(settings: Settings, beat_lock: InstanceLock | None, *, threads: int, worker_concurrency: int) -> None:
+def serve(settings: Settings, beat_lock: InstanceLock | None, *, worker_concurrency: int) -> None:
     """Serve until gunicorn stops. On the embedded broker the caller has taken ``beat_lock`` (so a
     second start is refused before it changes anything); the worker started here keeps it."""
     from app import create_app
@@ -136,8 +164,36 @@ def serve(settings: Settings, beat_lock: InstanceLock | None, *, threads: int, w
         sweep["lost_before"] = end_leases_of_dead_embedded_worker(settings).isoformat()
         worker = start_embedded_worker(worker_concurrency, beat_lock)
     celery_app.send_task("sweep_jobs", kwargs=sweep)  # jobs queued or running before a restart resume now
+    watch = WorkerWatch(worker) if worker is not None else None
     try:
-        WebServer(settings, threads).run()
+        WebServer(settings).run()
     finally:
-        if worker is not None:
-            stop_worker(worker)
+        if watch is not None:
+            watch.stop()
+    if watch is not None and watch.died:
+        raise SystemExit(f"the embedded worker ended on its own (exit status {worker.returncode}); serve stopped too")
+
+
+class WorkerWatch:
+    """Stops serving when the embedded worker dies on its own (killed for memory, say).
+
+    Serve would otherwise accept jobs nobody runs, and with the worker its beat lock is gone, so a
+    second serve could start beside it. Serving stops instead, with a non-zero status, so whoever
+    supervises serve restarts it whole (and the restart resumes the jobs at once).
+    """
+
+    def __init__(self, worker: subprocess.Popen) -> None:
+        self.worker = worker
+        self.died = False
+        self._stopping = False
+        threading.Thread(target=self._watch, name="embedded-worker-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        self.worker.wait()
+        if not self._stopping:
+            self.died = True
+            os.kill(os.getpid(), signal.SIGTERM)  # WebServer.run passes it on to gunicorn
+
+    def stop(self) -> None:
+        self._stopping = True
+        stop_worker(self.worker)

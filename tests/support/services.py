@@ -7,11 +7,13 @@ can never go green by skipping.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import signal
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +25,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus"
+FAKE_OPENAI_SERVER = REPO / "tests" / "support" / "fake_openai_server.py"
 
 
 def require(condition: bool, reason: str) -> None:
@@ -141,3 +144,18 @@ def static_http_server(directory: Path) -> Iterator[str]:
 
     with serve_in_thread(functools.partial(QuietHandler, directory=str(directory))) as url:
         yield url
+
+
+@contextmanager
+def fake_openai_server(workdir: Path, turns: list[dict]) -> Iterator[tuple[str, Path]]:
+    """The scripted OpenAI-compatible server (a real process) playing ``turns``; yields its base
+    URL (ending in /v1) and the log of the request bodies it received."""
+    script, log, port = workdir / "script.json", workdir / "requests.jsonl", free_port()
+    script.write_text(json.dumps({"turns": turns}))
+    command = [sys.executable, str(FAKE_OPENAI_SERVER), "--port", str(port), "--script", str(script), "--log", str(log)]
+    process = subprocess.Popen(command)
+    try:
+        wait_for_port(port, timeout=10)
+        yield f"http://127.0.0.1:{port}/v1", log
+    finally:
+        stop(process, timeout=5)
