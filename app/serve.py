@@ -41,7 +41,7 @@ class WebServer:
     """gunicorn with one gevent worker, run as its own interpreter (``python -m gunicorn``).
 
     Every connection is a greenlet, so idle websockets and slow requests cannot take the threads
-    HTTP needs (docs/decisions/0006). Why a child process: this one has already built the Flask
+    HTTP needs (docs/decisions/0007). Why a child process: this one has already built the Flask
     and Celery apps to send the start-up sweep, so their locks, threads and SSL contexts exist
     here, and gevent must patch before those are made. The child's master imports only gunicorn
     and ``serving.worker``; its worker patches, then loads ``app:create_app()`` (no preload).

@@ -17,7 +17,7 @@ Every request has a timeout and every phase a deadline, so a starved server make
 not endless; a timed-out request counts as an error at its timeout. The authentication deadline is
 raised for the run so that the idle sockets stay open (the worst case: an attacker would reopen
 them). ``--source DIR`` serves the code of another checkout (e.g. the commit before a change)
-with this checkout's virtualenv, which is how docs/decisions/0006 measured "before".
+with this checkout's virtualenv, which is how docs/decisions/0007 measured "before".
 """
 from __future__ import annotations
 

@@ -5,5 +5,5 @@ Why outside ``app/``: gunicorn's master imports the worker class before it forks
 anything under ``app`` runs ``app/__init__`` (Flask, Celery, SQLAlchemy, httpx, ssl). The gevent
 worker must monkey-patch before those modules make their locks, threads and SSL contexts, so this
 package imports nothing from the application; the worker patches first and only then loads
-``app:create_app()`` (docs/decisions/0006).
+``app:create_app()`` (docs/decisions/0007).
 """
