@@ -267,6 +267,32 @@ def test_a_revoked_token_fails_at_the_sockets_next_turn_then_must_sign_in_again(
         close_quietly(ws)
 
 
+@pytest.mark.parametrize("how", ["sign_out", "revoke_origin_token"])
+def test_a_cookie_socket_ends_with_its_session(strict, how: str) -> None:
+    """The dashboard's socket authenticates with the session cookie; signing out (in another tab)
+    or revoking the token the session was opened with ends it at the socket's next turn."""
+    d, notebook_id = strict
+    token = add_user(d.env, f"cookie-{how}", "lab", "editor")
+    browser = httpx.Client(base_url=str(d.api.http.base_url))
+    signed_in = browser.post("/api/session", json={"token": token})
+    assert signed_in.status_code == 200
+    cookie = "; ".join(f"{name}={value}" for name, value in browser.cookies.items())
+    ws = Client.connect(ws_url(d), headers={"Cookie": cookie})
+    try:
+        missing = answer(ws, {"type": "turn", "notebook_id": "no-such-notebook", "message": "hello?"})
+        assert missing["data"]["code"] == "NOTEBOOK_NOT_FOUND"  # signed in by the cookie
+        if how == "sign_out":
+            assert browser.delete("/api/session", headers={"X-CSRF-Token": signed_in.json()["csrf_token"]}).status_code == 204
+        else:
+            with Database(d.database).session() as session:
+                assert accounts.revoke_token(session, vault_hash(d), token)
+        refused = answer(ws, {"type": "turn", "notebook_id": notebook_id, "message": "hello?"})
+        assert refused["event"] == "error" and refused["data"]["code"] == "SESSION_ENDED"
+    finally:
+        close_quietly(ws)
+        browser.close()
+
+
 def test_a_lowered_role_applies_at_the_sockets_next_turn(strict) -> None:
     d, notebook_id = strict
     token = add_user(d.env, "demoted", "lab", "editor")
