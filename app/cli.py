@@ -1,6 +1,7 @@
 """The `gnosi` command line: serve, worker, db upgrade, user add."""
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
@@ -177,3 +178,32 @@ def worker(queues: str, concurrency: int, beat: bool, celery_args: tuple[str, ..
         _take_beat_lock(Settings.from_env(), f"gnosi worker --beat (pid {os.getpid()})").keep_across_exec()
     command = worker_command(queues, concurrency, loglevel="INFO", beat=beat) + list(celery_args)
     os.execv(sys.executable, command)
+
+
+@main.command()
+@click.option("--address", default="127.0.0.1", show_default=True, help="Interface to listen on.")
+@click.option("--port", default=5555, show_default=True)
+@click.option(
+    "--unauthenticated-private-network", is_flag=True,
+    help="Run without a password (only on a network nobody else can reach).",
+)
+def flower(address: str, port: int, unauthenticated_private_network: bool) -> None:
+    """Run Flower, the Celery monitor, on this instance's broker.
+
+    Flower shows task arguments (vault paths, the URLs of every workspace), so it needs
+    FLOWER_BASIC_AUTH=user:password in the environment (Flower reads it there, which keeps the
+    password out of the process list) unless told it is on a private network.
+    """
+    environment = dict(os.environ)
+    if unauthenticated_private_network:
+        environment["FLOWER_UNAUTHENTICATED_API"] = "true"
+    elif not environment.get("FLOWER_BASIC_AUTH"):
+        raise click.ClickException(
+            "Flower shows every workspace's task arguments: set FLOWER_BASIC_AUTH=user:password "
+            "(or pass --unauthenticated-private-network on a network nobody else can reach)."
+        )
+    if importlib.util.find_spec("flower") is None:
+        raise click.ClickException("Flower is not installed here: pip install -e '.[flower]'")
+    command = [sys.executable, "-m", "celery", "-A", "tasks.worker", "flower", f"--address={address}", f"--port={port}"]
+    os.execve(sys.executable, command, environment)
+

@@ -92,12 +92,20 @@ def worker_command(
     queues: str, concurrency: int, loglevel: str = "WARNING", beat: bool = False, node: str | None = None
 ) -> list[str]:
     """``beat`` embeds the scheduler that runs the job sweeper; exactly one worker per LOCAL_DATA
-    may have it (its starter holds the beat lock). ``node`` defaults to a name unique per process."""
+    may have it (its starter holds the beat lock). ``node`` defaults to a name that says the
+    worker's role and is unique per process (``coordinator-<pid>@host``, ``extract-<pid>@host``),
+    so Flower shows who is who."""
     return [
         sys.executable, "-m", "celery", "-A", "tasks.worker", "worker",
         "-Q", queues, "-c", str(concurrency), "--loglevel", loglevel, "-E",
-        "-n", node or f"gnosi-{os.getpid()}@%h", *(["-B"] if beat else []),
+        "-n", node or f"{role_of(queues)}-{os.getpid()}@%h", *(["-B"] if beat else []),
     ]
+
+
+def role_of(queues: str) -> str:
+    """The queue a worker serves, or ``worker`` for one that serves several."""
+    names = {name.strip() for name in queues.split(",") if name.strip()}
+    return names.pop() if len(names) == 1 else "worker"
 
 
 def prepare_embedded_broker(celery_app: Celery) -> None:
