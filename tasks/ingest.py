@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from celery import chain, shared_task
 
-from app.extensions import services
+from app.extensions import Services, services
 from app.services.current_sources import plan
 from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
@@ -99,25 +99,20 @@ def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
     max_retries=8,
 )
 def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> dict:
-    """Stateless: asks the API instance for job state and bytes; never touches the database."""
+    """Stateless: asks the API instance for job state and bytes; never touches the database.
+
+    Every failure but an unreachable API instance (retried) becomes this source's ``error``, which
+    travels to ``store_extraction`` on the broker like any result: a worker that can never succeed
+    (a wrong GNOSI_INTERNAL_TOKEN, say) ends its sources with that reason instead of leaving the
+    job waiting for lease recovery, which would only send the same work back to it.
+    """
     svc = services()
-    api = svc.internal_api
-    source = SourceRef.from_dict(ref)
-    # Attachments learn the job's state from the byte fetch itself; URLs ask first.
-    if source.kind != "attachment" and api.job_state(job_id) in ("cancelling", "cancelled"):
-        return SourceResult(source_id, "cancelled").to_message()
     try:
-        result = process_source(
-            source_id,
-            source,
-            read_attachment=lambda: api.attachment(job_id, source_id),
-            policy=svc.fetch_policy,
-            embedder=svc.embedder,
-            limits=svc.settings.extract_limits,
-            validators=validators,
-        )
+        result = _extract(svc, job_id, source_id, SourceRef.from_dict(ref), validators)
     except InternalApiUnavailable:
         raise
+    except PipelineError as err:
+        result = SourceResult(source_id, "error", err.code, err.message[:500])
     except Exception as err:  # a bug in one extractor must not stall the whole job
         log.exception("extracting source %s failed", source_id)
         result = SourceResult(source_id, "error", "EXTRACTION_FAILED", f"{type(err).__name__}: {err}"[:500])
@@ -126,6 +121,22 @@ def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> 
     if result.evidence is not None:
         return _upload_evidence(job_id, result)
     return result.to_message()
+
+
+def _extract(svc: Services, job_id: str, source_id: str, source: SourceRef, validators: dict) -> SourceResult:
+    api = svc.internal_api
+    # Attachments learn the job's state from the byte fetch itself; URLs ask first.
+    if source.kind != "attachment" and api.job_state(job_id) in ("cancelling", "cancelled"):
+        return SourceResult(source_id, "cancelled")
+    return process_source(
+        source_id,
+        source,
+        read_attachment=lambda: api.attachment(job_id, source_id),
+        policy=svc.fetch_policy,
+        embedder=svc.embedder,
+        limits=svc.settings.extract_limits,
+        validators=validators,
+    )
 
 
 def _upload_evidence(job_id: str, result: SourceResult) -> dict:

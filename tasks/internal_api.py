@@ -42,6 +42,12 @@ class InternalApi:
             return
         if response.status_code >= 500:
             raise InternalApiUnavailable(f"internal API answered {response.status_code}")
+        if response.status_code == 401:
+            raise PipelineError(
+                "INTERNAL_AUTH_INVALID",
+                "This extract worker's GNOSI_INTERNAL_TOKEN is not the API instance's shared secret: "
+                "give every worker the same value as the instance.",
+            )
         try:
             body = response.json()
             raise PipelineError(body.get("code", "INTERNAL_API_ERROR"), body.get("message", ""))
