@@ -148,12 +148,6 @@ class Settings:
         return self.broker_url or f"sqla+sqlite:///{self.system_dir / 'broker.sqlite3'}"
 
     @property
-    def celery_result_backend(self) -> str:
-        if self.broker_url.startswith(("redis://", "rediss://")):
-            return self.broker_url
-        return f"db+sqlite:///{self.system_dir / 'results.sqlite3'}"
-
-    @property
     def vault_hash(self) -> str:
         """Scope key of every row: rows of one vault are never visible from another."""
         return hashlib.sha256(str(self.vault_path).encode()).hexdigest()[:32]
