@@ -1,9 +1,9 @@
 """The worker's side of its decoder helper: start it when first needed, hand it one request at a
 time, name how a request ended, and replace the helper when it died, ran out of time or is spent.
 
-Forking a fresh child per source cost a median 17 ms of CPU (forking and reaping a 140 MiB worker,
-then thousands of copy-on-write faults in a child with a cold heap); one helper serves many
-sources and pays that once. It is forked from the worker on first use rather than started as a
+Forking a fresh child per source cost a median 20 ms of CPU per source (forking and reaping a
+140 MiB worker, copy-on-write faults on both sides, and the libraries' first-use work in a child
+of a worker that never decodes itself); one helper serves many sources and pays that once. It is forked from the worker on first use rather than started as a
 new interpreter: a fork is ready in milliseconds where importing PDFium, lxml and trafilatura
 again costs about 0.45 s, every function and extractor the worker can name is already importable,
 and the peak resident set the kernel reports when a forked process dies is its own (an exec'd
@@ -46,9 +46,9 @@ from pipeline.types import PipelineError
 
 T = TypeVar("T")
 
-# A new helper costs about 0.4 s of CPU before it runs at full speed (its first documents warm
-# PDFium's and trafilatura's first-use state and its heap); at this count that is under 1 ms per
-# source. The count bounds whatever a long life accumulates that the memory check cannot see.
+# A new helper costs about 0.5 s of CPU before it runs at full speed (its first documents warm
+# the libraries' first-use state and its heap); at this count that is under 0.5 ms per source.
+# The count bounds whatever a long life accumulates that the memory check cannot see.
 MAX_REQUESTS = 1_000
 # The corpus and the largest non-bomb inputs leave a helper 20-100 MiB above its start, where it
 # levels off; an eighth of the default 1 GiB budget keeps such a helper and bounds what an idle

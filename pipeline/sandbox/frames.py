@@ -1,7 +1,7 @@
 """Length-prefixed frames over a pipe: how requests and replies cross to and from the decoder helper.
 
-A pickle carries no end marker a reader could wait for, and a reply of megabytes does not fit a
-pipe's 64 KiB buffer, so each frame says its length first. The worker reads against a deadline
+A reader cannot tell where a pickle ends without parsing it, and a reply of megabytes does not
+fit a pipe's 64 KiB buffer, so each frame says its length first. The worker reads against a deadline
 (the helper's time limit); the helper reads blocking, because it has nothing else to do.
 """
 from __future__ import annotations
