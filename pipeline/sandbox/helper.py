@@ -69,15 +69,18 @@ def serve(requests: int, replies: int, worker: int) -> NoReturn:
 def _answer(request: bytearray, replies: int) -> bytes:
     """Decode one request into its pickled reply, first telling the worker where decoding starts."""
     try:
-        task, memory_mb, timeout_seconds = pickle.loads(request)
-    except Exception:  # a task the worker could pickle but this process cannot import: a bug
-        return _pickle(("error", _bug("reading the request")))
+        loaded = pickle.loads(request)
+    except Exception:  # a task the worker could pickle but this process cannot rebuild: a bug
+        loaded = _bug("reading the request")
     finally:
-        request.clear()  # the document's bytes now live in ``task`` alone
+        request.clear()  # the document's bytes now live in the task alone
     # Should the helper die from here on, the worker compares the peak it reads when it reaps the
     # helper with this resident set: only what decoding added counts.
     reset_peak()
     write_frame(replies, _pickle(memory().resident))
+    if isinstance(loaded, RuntimeError):
+        return _pickle(("error", loaded))
+    task, memory_mb, timeout_seconds = loaded
     _limit(memory_mb << 20, timeout_seconds)
     try:
         return _pickle(_run(task, memory_mb))

@@ -54,6 +54,17 @@ def _sleep_after_writing_pid(path: Path) -> None:
     time.sleep(60)
 
 
+def _refuse() -> None:
+    raise ValueError("cannot be rebuilt in the helper")
+
+
+class _Unreadable:
+    """Pickles in the worker; rebuilding it in the helper raises."""
+
+    def __reduce__(self) -> tuple[Callable[[], None], tuple[()]]:
+        return _refuse, ()
+
+
 def _reason(helper: DecoderProcess, task: Callable[[], object], **caps: int) -> str:
     with pytest.raises(PipelineError) as caught:
         helper.run(task, **{**CAPS, **caps})
@@ -130,8 +141,14 @@ def test_a_death_is_named_by_what_this_request_grew_not_an_earlier_one(new_decod
 
 
 def test_a_bug_in_the_helper_surfaces_with_its_traceback(new_decoder: NewDecoder) -> None:
+    helper = new_decoder()
     with pytest.raises(RuntimeError, match="ZeroDivisionError"):
-        new_decoder().run(partial(operator.truediv, 1, 0), **CAPS)
+        helper.run(partial(operator.truediv, 1, 0), **CAPS)
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match="reading the request(.|\n)*cannot be rebuilt"):
+        helper.run(partial(len, _Unreadable()), **CAPS)
+    assert time.monotonic() - started < 5  # answered, not left to time out
+    assert helper.run(_text, **CAPS) == {"text": "é" * 10}
 
 
 def test_a_task_that_cannot_travel_is_refused_in_the_caller(new_decoder: NewDecoder) -> None:
