@@ -5,7 +5,7 @@ consumes both queues from a SQLite broker file, so no Redis is needed. With CELE
 serve runs only the web app and workers run elsewhere (`gnosi worker`).
 
 The embedded worker lives exactly as long as serve: it dies with serve however serve dies
-(app/parent_death.py), and it holds this LOCAL_DATA's beat lock for its life (app/instance_lock.py),
+(pipeline/parent_death.py), and it holds this LOCAL_DATA's beat lock for its life (app/instance_lock.py),
 so a second serve is refused instead of adding a second worker and beat. Holding that lock also
 tells a start that the previous embedded worker is dead, so its jobs resume at once.
 """
@@ -23,7 +23,7 @@ from celery import Celery
 
 from app.config import Settings
 from app.instance_lock import InstanceLock
-from app.parent_death import die_with_parent
+from pipeline.parent_death import die_with_parent
 from storage import jobs
 from storage.db import Database
 from storage.models import utcnow

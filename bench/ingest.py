@@ -39,7 +39,7 @@ PDFS = [
 
 
 def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
-    """PDFium alone, in this process: the pipeline's extraction child is part of what is compared."""
+    """PDFium alone, in this process: the pipeline's decoder helper is part of what is compared."""
     pdf, limits = PdfExtractor(), ExtractLimits()
     for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
         pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits)

@@ -6,7 +6,7 @@ import os
 from celery import signals
 
 from app import create_app
-from app.parent_death import die_with_parent
+from pipeline.parent_death import die_with_parent
 
 flask_app = create_app()
 celery_app = flask_app.extensions["celery"]

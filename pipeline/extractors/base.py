@@ -38,9 +38,14 @@ class Extractor(ABC):
       declared size (a page count) before decoding what it sizes, and MUST count every character it
       keeps through one ``CharBudget``, reporting a page it cut in ``truncated_pages``.
     - ``sandboxed`` MUST stay true for a decoder of untrusted formats (native code, parsers whose
-      memory grows with nesting or compression): the registry then runs it in a child process with
-      the memory and time caps (``pipeline.sandbox``). Only an extractor whose memory is a small
-      multiple of its input and that the budget bounds before decoding MAY set it false.
+      memory grows with nesting or compression): the registry then runs it in the worker's decoder
+      helper process with the memory and time caps (``pipeline.sandbox``). Only an extractor whose
+      memory is a small multiple of its input and that the budget bounds before decoding MAY set
+      it false.
+    - A sandboxed extractor MUST pickle by reference, because the registry sends the extractor
+      itself to the helper with each source: its class defined at module level, its instance
+      holding plain data only. It SHOULD NOT load a large model into the helper: memory the
+      helper keeps after a source counts towards replacing it (``RESTART_SHARE``).
     - ``url`` is the address a web page was fetched from, ``None`` for an attachment; an
       extractor SHOULD put it into locators where it helps a reader open the evidence.
       ``declared_charset`` is the charset the server or the caller declared; a text-based

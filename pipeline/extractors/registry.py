@@ -11,7 +11,7 @@ from functools import partial
 
 from pipeline.extractors.base import Extractor
 from pipeline.extractors.limits import ExtractLimits
-from pipeline.sandbox import run_limited
+from pipeline.sandbox import decoder
 from pipeline.types import Extraction, PipelineError
 
 GENERIC_MIME = "application/octet-stream"
@@ -58,8 +58,9 @@ def extract(
     """Extract one source within ``limits``, sniffing its type when ``mime`` is missing or generic.
 
     A ``charset`` parameter on ``mime`` (``text/html; charset=utf-8``) serves as the declared
-    charset when none is passed separately. A sandboxed extractor runs in a child process under
-    the memory and time caps (``pipeline.sandbox``).
+    charset when none is passed separately. A sandboxed extractor runs in this process's decoder
+    helper under the memory and time caps (``pipeline.sandbox``): the extractor and its arguments
+    travel there pickled, the extraction comes back the same way.
     """
     if not data:
         raise PipelineError("EMPTY_FILE", f"{filename[:200] or 'source'} is empty")
@@ -73,7 +74,7 @@ def extract(
     )
     if not extractor.sandboxed:
         return task()
-    return run_limited(task, memory_mb=limits.memory_mb, timeout_seconds=limits.timeout_seconds)
+    return decoder().run(task, memory_mb=limits.memory_mb, timeout_seconds=limits.timeout_seconds)
 
 
 def sniff(data: bytes, filename: str) -> str:

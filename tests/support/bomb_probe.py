@@ -7,7 +7,8 @@ It runs in a fresh interpreter so that its peak resident set and its children's 
 alone (a test process's children include whatever ran before), and under a 3 GiB address-space
 limit so that a cap that does not hold fails the test instead of taking the machine's memory.
 Prints one JSON object: the source's status, error code and message, its chunk and character
-counts, this process's resident set before and at its peak, and the largest child's peak.
+counts, this process's resident set before and at its peak, and the peak of its decoder helper
+(its only child).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parents[2]), str(Path(__file__).res
 from pipeline.embedder import embedder_from_name  # noqa: E402
 from pipeline.extractors.limits import ExtractLimits  # noqa: E402
 from pipeline.fetch import FetchPolicy  # noqa: E402
+from pipeline.sandbox import decoder  # noqa: E402
 from pipeline.source_processing import process_source  # noqa: E402
 from pipeline.types import SourceRef  # noqa: E402
 from support import bombs  # noqa: E402
@@ -51,6 +53,7 @@ def main(order: dict) -> dict:
         embedder=embedder,
         limits=ExtractLimits(**order.get("limits", {})),
     )
+    decoder().close()  # a helper that survived the bomb is reaped too, so its peak is counted below
     chunks = result.evidence.chunks if result.evidence else []
     return {
         "status": result.status,

@@ -1,5 +1,5 @@
 """Measure a process tree through /proc: a service's web workers, Celery pool children and the
-extraction children they fork are all descendants of the process a test or benchmark started."""
+decoder helpers they fork are all descendants of the process a test or benchmark started."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -22,8 +22,9 @@ def tree(pid: int) -> list[int]:
 def tree_peak_kib(pid: int) -> int:
     """Largest VmHWM among a process and its descendants.
 
-    A child that exited but is not reaped yet (an extraction child, for a moment) has no memory
-    and no VmHWM line: it counts as 0.
+    A child that exited but is not reaped yet (a decoder helper, for a moment) has no memory
+    and no VmHWM line: it counts as 0. A decoder helper restarts its peak with every request, so
+    its peak here is its latest request's.
     """
     peak = 0
     for current in tree(pid):

@@ -100,19 +100,23 @@ def test_sniffing_order():
     assert sniff(b"\xff\x00\xfe", "mystery") == "application/octet-stream"
 
 
+class ShoutExtractor(Extractor):
+    """Sandboxed, like any extractor by default: it travels to the decoder helper pickled by
+    reference, so it is defined at module level (the helper is forked from this process)."""
+
+    name = "test-shout"
+
+    def score(self, mime: str, filename: str) -> int:
+        return 20 if mime == "text/x-shout" else 0
+
+    def extract(self, data, *, filename, mime, url=None, declared_charset=None, limits) -> Extraction:
+        segments = [Segment(text=data.decode().upper(), locator={"offset": 0})]
+        return Extraction(mime=mime, title=str(os.getpid()), segments=segments)
+
+
 def test_a_new_extractor_is_one_register_call(monkeypatch):
     monkeypatch.setattr(registry, "_extractors", list(registry._extractors))  # undone after the test
-
-    class ShoutExtractor(Extractor):
-        name = "test-shout"
-
-        def score(self, mime: str, filename: str) -> int:
-            return 20 if mime == "text/x-shout" else 0
-
-        def extract(self, data, *, filename, mime, url=None, declared_charset=None, limits) -> Extraction:
-            return Extraction(mime=mime, segments=[Segment(text=data.decode().upper(), locator={"offset": 0})])
-
     register(ShoutExtractor())
     result = extract(b"hello", filename="x", mime="text/x-shout")
-    assert result.segments[0].text == "HELLO"
+    assert result.segments[0].text == "HELLO" and result.title != str(os.getpid())  # read in the helper
     assert pick("text/plain", "a.txt").name == "text"

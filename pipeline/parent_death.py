@@ -1,8 +1,13 @@
 """Make a process die with its parent (Linux ``prctl(PR_SET_PDEATHSIG)``).
 
 A process whose parent is SIGKILLed is not told by default: it is re-parented and runs on. For the
-embedded worker that meant a second worker and a second beat after every `kill -9` of serve. The
-kernel sends the signal chosen here when the parent ends, however it ends.
+embedded worker that meant a second worker and a second beat after every `kill -9` of serve, and a
+decoder helper (pipeline.sandbox) would hold its memory after its extract worker died. The kernel
+sends the signal chosen here when the parent ends, however it ends. It lives in ``pipeline`` because
+the decoder helper needs it there and ``pipeline`` imports nothing from ``app``.
+
+Linux sends it when the *thread* that created the process ends, not only the whole parent: a
+process started from a short-lived thread dies with that thread.
 
 SIGKILL rather than SIGTERM: a SIGTERMed Celery worker waits for its running tasks (an OCR run can
 take minutes, and with serve gone their callbacks to the API fail and retry), holding the instance
