@@ -56,11 +56,7 @@ class Settings:
     chat_turns_per_minute: int = 20
     refreshes_per_minute: int = 10
     opens_per_minute: int = 6
-    extract_max_pages: int = _EXTRACT.max_pages
-    extract_max_page_chars: int = _EXTRACT.max_page_chars
-    extract_max_chars: int = _EXTRACT.max_chars
-    extract_memory_mb: int = _EXTRACT.memory_mb
-    extract_timeout_seconds: int = _EXTRACT.timeout_seconds
+    extract_limits: ExtractLimits = _EXTRACT
     ws_auth_seconds: int = 5
     ws_idle_seconds: int = 300
     ws_sockets_per_user: int = 8
@@ -100,26 +96,18 @@ class Settings:
             chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
             refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
             opens_per_minute=_int(env, "GNOSI_OPENS_PER_MINUTE", 6),
-            extract_max_pages=_int(env, "GNOSI_EXTRACT_MAX_PAGES", _EXTRACT.max_pages),
-            extract_max_page_chars=_int(env, "GNOSI_EXTRACT_MAX_PAGE_CHARS", _EXTRACT.max_page_chars),
-            extract_max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
-            extract_memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
-            extract_timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+            extract_limits=ExtractLimits(
+                max_pages=_int(env, "GNOSI_EXTRACT_MAX_PAGES", _EXTRACT.max_pages),
+                max_page_chars=_int(env, "GNOSI_EXTRACT_MAX_PAGE_CHARS", _EXTRACT.max_page_chars),
+                max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
+                memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
+                timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+            ),
             ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
             ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),
             ws_max_sockets=_int(env, "GNOSI_WS_MAX_SOCKETS", 500),
             web_connections=_int(env, "GNOSI_WEB_CONNECTIONS", 1000),
-        )
-
-    @property
-    def extract_limits(self) -> ExtractLimits:
-        return ExtractLimits(
-            max_pages=self.extract_max_pages,
-            max_page_chars=self.extract_max_page_chars,
-            max_chars=self.extract_max_chars,
-            memory_mb=self.extract_memory_mb,
-            timeout_seconds=self.extract_timeout_seconds,
         )
 
     @property

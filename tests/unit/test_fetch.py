@@ -383,7 +383,6 @@ def tls_port(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[
     Yields its port and the SNI names it was offered; SSL_CERT_FILE names the CA, which the
     fetcher honours because its transport trusts the environment for certificates only.
     """
-    pytest.importorskip("cryptography")
     from cryptography import x509
     from cryptography.hazmat.primitives import hashes, serialization
     from cryptography.hazmat.primitives.asymmetric import ec
