@@ -50,6 +50,7 @@ def serve(requests: int, replies: int, worker: int) -> NoReturn:
     status = 1
     try:
         die_with_parent(worker)
+        _close_inherited_descriptors(keep=(requests, replies))
         faulthandler.disable()  # an abort at the limit is an expected outcome, not a crash to dump
         if _MALLOPT is not None:
             _MALLOPT(_M_MMAP_THRESHOLD, _HEAP_BLOCKS_BELOW)
@@ -64,6 +65,22 @@ def serve(requests: int, replies: int, worker: int) -> NoReturn:
         status = 0
     finally:
         os._exit(status)  # no atexit handlers, no flushing of buffers the worker owns
+
+
+def _close_inherited_descriptors(keep: tuple[int, ...]) -> None:
+    """Close every file the fork copied from the worker but the standard streams and our pipes.
+
+    Held open here they would outlive their purpose in the worker: a broker socket, the instance's
+    beat lock, the write end of a pipe whose reader waits for end-of-file (a test runner's browser
+    driver never exited while a helper kept its stdin open). A helper needs none of them.
+    """
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2 and fd not in keep:
+            try:
+                os.close(fd)
+            except OSError:  # the directory listing's own descriptor, already closed
+                pass
 
 
 def _answer(request: bytearray, replies: int) -> bytes:

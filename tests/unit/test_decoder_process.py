@@ -189,3 +189,19 @@ def test_the_helper_dies_with_its_worker() -> None:
     finally:
         worker.kill()
         worker.wait()
+
+
+def test_the_helper_keeps_none_of_the_workers_files_open(new_decoder: NewDecoder) -> None:
+    """A pipe the worker closes reaches end-of-file at its reader: the helper forked while it was
+    open does not hold a copy (a browser driver in the test runner waited forever on one)."""
+    read_end, write_end = os.pipe()
+    reader = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=read_end)
+    os.close(read_end)
+    try:
+        helper = new_decoder()
+        assert helper.run(os.getpid, **CAPS) != os.getpid()
+        os.close(write_end)
+        assert reader.wait(timeout=10) == 0
+    finally:
+        reader.kill()
+        reader.wait()
