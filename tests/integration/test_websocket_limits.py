@@ -88,6 +88,21 @@ def answer(ws: Client, message: dict | str) -> dict:
     return json.loads(ws.receive(timeout=30))
 
 
+def answer_once_a_slot_frees(d: Deployment, token: str) -> dict:
+    """Open a socket and ping it, retrying for 10 s while the server still counts closed sockets
+    (it sees a close asynchronously): the first answer once a slot was given back."""
+    deadline = time.monotonic() + 10
+    while True:
+        ws = connect(d, token)
+        try:
+            return answer(ws, {"type": "ping"})
+        except ConnectionClosed:
+            assert time.monotonic() < deadline, "the closed sockets' slots were not released"
+            time.sleep(0.2)
+        finally:
+            close_quietly(ws)
+
+
 @pytest.fixture(scope="module")
 def patient(tmp_path_factory) -> Iterator[Deployment]:  # type: ignore[no-untyped-def]
     tmp = tmp_path_factory.mktemp("patient")
@@ -130,19 +145,8 @@ def test_the_global_cap_refuses_with_1013_and_frees_slots_on_close(patient: Depl
         assert idle.failed == 0
         code, reason = refusal_at_handshake(d, d.token)
         assert code == 1013 and "try again" in reason
-    deadline = time.monotonic() + 10  # the server sees the closes asynchronously
-    while True:
-        ws = Client.connect(ws_url(d), headers={"Authorization": f"Bearer {d.token}"})
-        try:
-            ws.send(json.dumps({"type": "ping"}))
-            answer = json.loads(ws.receive(timeout=10))
-            break
-        except ConnectionClosed:
-            assert time.monotonic() < deadline, "slots were not released when sockets closed"
-            time.sleep(0.2)
-        finally:
-            close_quietly(ws)
-    assert answer["event"] == "error" and answer["data"]["code"] == "UNKNOWN_MESSAGE"
+    reply = answer_once_a_slot_frees(d, d.token)
+    assert reply["event"] == "error" and reply["data"]["code"] == "UNKNOWN_MESSAGE"
 
 
 @pytest.mark.parametrize(("path", "headers", "status", "code"), [
@@ -233,17 +237,7 @@ def test_the_per_user_cap_refuses_with_4429_and_frees_slots_on_close(strict) -> 
     assert code == 4429 and "per user" in reason
     assert refusal_at_handshake(d, token)[0] == 4429
     close_quietly(first)
-    deadline = time.monotonic() + 10  # the server sees the close asynchronously
-    while True:
-        again = connect(d, token)
-        try:
-            assert answer(again, {"type": "ping"})["data"]["code"] == "UNKNOWN_MESSAGE"
-            break
-        except ConnectionClosed:
-            assert time.monotonic() < deadline, "the closed socket's slot was not released"
-            time.sleep(0.2)
-        finally:
-            close_quietly(again)
+    assert answer_once_a_slot_frees(d, token)["data"]["code"] == "UNKNOWN_MESSAGE"
     close_quietly(second)
 
 
