@@ -40,7 +40,14 @@ from pipeline.types import PipelineError
 # few MB faulted every page of their copies in again on every request: about 1,000 faults and 4 ms
 # for a 2 MB PDF. Blocks below 16 MiB come from the heap, and up to 32 MiB of it stays free for
 # the next request. Looked up in the worker: loading a library after a fork can deadlock.
-_MALLOPT = getattr(ctypes.CDLL(None), "mallopt", None)  # None where the C library is not glibc
+_LIBC = ctypes.CDLL(None)
+_MALLOPT = getattr(_LIBC, "mallopt", None)  # None where the C library is not glibc
+# The heap a new helper inherits is the worker's, with whatever the worker freed still resident in
+# it. A decoder that reuses those pages grows no resident set, so a death at the memory limit would
+# read as a crash (ru_maxrss barely moves); trimming them once at the start makes every later
+# allocation show. Free heap the helper leaves itself is bounded by the worker's restart check
+# (an eighth of the budget), below the quarter of it that names a death a memory limit.
+_MALLOC_TRIM = getattr(_LIBC, "malloc_trim", None)
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _HEAP_BLOCKS_BELOW, _FREE_HEAP_KEPT = 16 << 20, 32 << 20
 
@@ -55,6 +62,8 @@ def serve(requests: int, replies: int, worker: int) -> NoReturn:
         if _MALLOPT is not None:
             _MALLOPT(_M_MMAP_THRESHOLD, _HEAP_BLOCKS_BELOW)
             _MALLOPT(_M_TRIM_THRESHOLD, _FREE_HEAP_KEPT)
+        if _MALLOC_TRIM is not None:
+            _MALLOC_TRIM(0)
         # Ctrl-C in a terminal reaches the whole process group: stopping is the worker's decision
         # (a warm shutdown lets this request finish). SIGTERM ends the helper plainly instead of
         # running the handlers it inherited from a Celery pool process.

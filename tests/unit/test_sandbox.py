@@ -5,12 +5,13 @@ Tasks are module-level functions (or partials of them): they reach the helper pi
 """
 from __future__ import annotations
 
+import ctypes
 import operator
 import os
 import pickle
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
 
@@ -138,6 +139,27 @@ def test_a_death_is_named_by_what_this_request_grew_not_an_earlier_one(new_decod
     assert helper.pid is not None  # kept, not replaced: the crash below is in the helper that held 48 MiB
     assert _reason(helper, os.abort) == "EXTRACT_CRASHED"
     assert _reason(helper, partial(_grow_then_abort, 40)) == "EXTRACT_MEMORY_LIMIT"
+
+
+@pytest.fixture
+def worker_with_free_heap() -> Iterator[None]:
+    """A worker whose heap holds 80 MiB it freed but still has resident, as a long-running worker
+    (or this test run) does: a helper forked from it inherits those pages."""
+    libc = ctypes.CDLL(None)
+    libc.malloc.restype = ctypes.c_void_p
+    blocks = [libc.malloc(100_000) for _ in range(800)]  # below glibc's mmap threshold: on the heap
+    for block in blocks:
+        ctypes.memset(block, 1, 100_000)
+    for block in blocks[:-1]:  # the last one holds the top of the heap, so nothing is trimmed
+        libc.free(ctypes.c_void_p(block))
+    yield
+    libc.free(ctypes.c_void_p(blocks[-1]))
+
+
+@pytest.mark.usefixtures("worker_with_free_heap")
+def test_a_death_at_the_limit_is_named_so_when_the_worker_had_freed_memory(new_decoder: NewDecoder) -> None:
+    """Pages the helper inherited, freed but resident, would absorb the growth unseen."""
+    assert _reason(new_decoder(), partial(_grow_then_abort, 40)) == "EXTRACT_MEMORY_LIMIT"
 
 
 def test_a_bug_in_the_helper_surfaces_with_its_traceback(new_decoder: NewDecoder) -> None:
