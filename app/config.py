@@ -11,10 +11,12 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
+from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
 
-# The extraction caps' defaults live with the caps (pipeline/extractors/limits.py says why).
+# The extraction caps' and chunking defaults live with them (their modules say why).
 _EXTRACT = ExtractLimits()
+_CHUNKS = ChunkSettings()
 
 
 def _int(env: dict[str, str], name: str, default: int) -> int:
@@ -57,6 +59,8 @@ class Settings:
     refreshes_per_minute: int = 10
     opens_per_minute: int = 6
     extract_limits: ExtractLimits = _EXTRACT
+    chunking: ChunkSettings = _CHUNKS
+    job_max_attempts: int = 5
     ws_auth_seconds: int = 5
     ws_idle_seconds: int = 300
     ws_sockets_per_user: int = 8
@@ -103,6 +107,11 @@ class Settings:
                 memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
                 timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
             ),
+            chunking=ChunkSettings(
+                max_chars=_int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars),
+                overlap_chars=_int(env, "GNOSI_CHUNK_OVERLAP_CHARS", _CHUNKS.overlap_chars),
+            ),
+            job_max_attempts=_int(env, "GNOSI_JOB_MAX_ATTEMPTS", 5),
             ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
             ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),

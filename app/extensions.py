@@ -16,6 +16,7 @@ from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
 from storage.blobs import BlobStore
 from storage.db import Database
+from storage.extractions import ExtractionStore
 from storage.spool import EvidenceSpool
 from tasks.internal_api import InternalApi
 
@@ -39,6 +40,10 @@ class Services:
     @cached_property
     def spool(self) -> EvidenceSpool:
         return EvidenceSpool(self.settings.spool_dir)
+
+    @cached_property
+    def extractions(self) -> ExtractionStore:
+        return ExtractionStore(self.settings.system_dir / "extractions")
 
     @cached_property
     def catalogue(self) -> Catalogue:

@@ -57,6 +57,27 @@ _WORD_BREAK = re.compile(r"[ \n]|(?<=[\uff0c\u3001\uff1b\uff1a])")
 
 
 @dataclass(frozen=True)
+class ChunkSettings:
+    """How sources are cut into chunks (GNOSI_CHUNK_MAX_CHARS, GNOSI_CHUNK_OVERLAP_CHARS).
+
+    1,200 characters hold a paragraph or two, about what a citation should point at; 150 of
+    overlap keep a sentence cut at a boundary whole in one of the two chunks.
+    """
+
+    max_chars: int = 1200
+    overlap_chars: int = 150
+
+    def __post_init__(self) -> None:
+        if self.max_chars < 1 or not 0 <= self.overlap_chars < self.max_chars:
+            raise ValueError("need max_chars >= 1 and 0 <= overlap_chars < max_chars")
+
+    def recipe(self, embedder: str) -> str:
+        """What a source's chunks were made with: a source whose recipe differs from the current
+        one is chunked and embedded again (from its cached extraction) on the next ingestion."""
+        return f"chunks {self.max_chars}/{self.overlap_chars}; vectors {embedder}"
+
+
+@dataclass(frozen=True)
 class Chunk:
     """One citeable piece of a source.
 
@@ -88,8 +109,7 @@ def chunk_segments(
     segments: list[Segment],
     *,
     source_fingerprint: str,
-    max_chars: int = 1200,
-    overlap_chars: int = 150,
+    settings: ChunkSettings = ChunkSettings(),
 ) -> list[Chunk]:
     """Chunk ``segments`` (in document order) into chunks of at most ``max_chars`` characters.
 
@@ -99,8 +119,7 @@ def chunk_segments(
     """
     if not source_fingerprint:
         raise ValueError("source_fingerprint is required: chunk ids are derived from it")
-    if max_chars < 1 or not 0 <= overlap_chars < max_chars:
-        raise ValueError("need max_chars >= 1 and 0 <= overlap_chars < max_chars")
+    max_chars, overlap_chars = settings.max_chars, settings.overlap_chars
     chunks: list[Chunk] = []
     for locator_of_run, run in groupby(segments, key=lambda segment: segment.locator):
         normalised = _normalise("\n\n".join(segment.text for segment in run))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Literal
+from typing import Any, Literal
 
 from pipeline.types import SourceRef
 
@@ -34,6 +34,8 @@ class PreviousSource:
     file_size: int | None = None
     file_mtime_ns: int | None = None
     resource_title: str | None = None
+    extraction_key: str | None = None
+    chunking: str | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,8 @@ class PlannedSource:
     file_size: int | None = None
     file_mtime_ns: int | None = None
     resource_title: str | None = None
+    # A cached extraction of the same bytes: the extract step uses it instead of reading them.
+    cached_extraction: str | None = None
 
 
 def plan_sources(
@@ -65,6 +69,7 @@ def plan_sources(
     *,
     now: datetime,
     url_ttl_seconds: int,
+    chunking: str,
     force_resource_ids: frozenset[str] = frozenset(),
 ) -> list[PlannedSource]:
     """Plan every currently observed source against the active revision's ``previous`` sources.
@@ -73,7 +78,10 @@ def plan_sources(
     - an attachment whose bytes did not change reuses its chunks;
     - a URL checked less than ``url_ttl_seconds`` ago reuses its chunks; an older one is fetched
       again with its stored validators, so an unchanged page costs a 304, not an extraction;
-    - a source whose last attempt failed is tried again.
+    - a source whose last attempt failed is tried again;
+    - a source whose chunks were made with another ``chunking`` recipe than the current one is
+      chunked again from its cached extraction (a due URL is fetched in full, without validators:
+      a 304 would leave the old chunks; its unchanged bytes still find their cached extraction).
     """
     plans = []
     ttl = timedelta(seconds=url_ttl_seconds)
@@ -86,15 +94,26 @@ def plan_sources(
         }
         if ref.resource_id in force_resource_ids or not usable:
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
-        elif ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:
-            plans.append(PlannedSource(ref, "reuse", fingerprint, prev, **stat))
+            continue
+        same_recipe = prev.chunking == chunking
+        if ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:
+            plans.append(_unchanged(ref, fingerprint, prev, same_recipe, stat))
         elif ref.kind == "url" and prev.checked_at is not None and now - prev.checked_at < ttl:
-            plans.append(PlannedSource(ref, "reuse", prev.fingerprint, prev, **stat))
+            plans.append(_unchanged(ref, prev.fingerprint, prev, same_recipe, stat))
         elif ref.kind == "url":
-            plans.append(PlannedSource(ref, "extract", fingerprint, prev, _validators(prev), **stat))
+            validators = _validators(prev) if same_recipe else {}
+            plans.append(PlannedSource(ref, "extract", fingerprint, prev, validators, **stat))
         else:
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
     return plans
+
+
+def _unchanged(
+    ref: SourceRef, fingerprint: str | None, prev: PreviousSource, same_recipe: bool, stat: dict[str, Any]
+) -> PlannedSource:
+    if same_recipe:
+        return PlannedSource(ref, "reuse", fingerprint, prev, **stat)
+    return PlannedSource(ref, "extract", fingerprint, prev, cached_extraction=prev.extraction_key, **stat)
 
 
 def _validators(prev: PreviousSource) -> dict[str, str]:

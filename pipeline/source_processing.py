@@ -1,4 +1,5 @@
-"""Turn one source into chunks and vectors: what an extract worker does for one message.
+"""Turn one source into chunks and vectors, in the steps the extract workers run them as:
+read (``read_source``), extract (``extract_read``), chunk and embed (``chunk_extraction``).
 
 Stateless on purpose: it needs the source's bytes (a vault file or a URL) and nothing of the
 database, so extract workers scale out on machines that do not hold ``notebooks.sqlite3``.
@@ -12,9 +13,10 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
-from pipeline.chunker import chunk_segments
+from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.embedder import Embedder
 from pipeline.evidence_pack import Evidence, evidence_of
+from pipeline.extraction_cache import ExtractInputs
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
 from pipeline.fetch import FetchPolicy, fetch
@@ -58,64 +60,82 @@ class SourceResult:
 AttachmentReader = Callable[[], tuple[bytes, str]]
 
 
-def _meta(extraction: Extraction, content_hash: str, **extra: Any) -> dict[str, Any]:
-    return {
+@dataclass(frozen=True)
+class ReadSource:
+    """A source's bytes as the extract step read them, and what it learnt on the way."""
+
+    data: bytes
+    content_hash: str
+    inputs: ExtractInputs
+    meta: dict[str, Any]  # the content hash and, for a web page, its final URL and validators
+
+
+@dataclass(frozen=True)
+class Unchanged:
+    """A web page that did not change since the validators the fetch sent."""
+
+    meta: dict[str, Any]  # its final URL and validators as this fetch found them
+
+
+def read_source(
+    ref: SourceRef, *, read_attachment: AttachmentReader, policy: FetchPolicy, validators: dict[str, str]
+) -> ReadSource | Unchanged:
+    """Read an attachment or fetch a URL; ``Unchanged`` when the page is the same as when
+    ``validators`` were taken (ETag, Last-Modified, or the same body hash). Raises ``PipelineError`` on expected failures.
+
+    ``read_attachment`` returns the attachment's bytes and file name; the worker passes a reader
+    that asks the API instance, so this code never needs the vault or the database.
+    """
+    if ref.kind == "attachment":
+        data, filename = read_attachment()
+        content_hash = bytes_sha256(data)
+        inputs = ExtractInputs(filename, mimetypes.guess_type(filename)[0])
+        return ReadSource(data, content_hash, inputs, {"content_hash": content_hash})
+    fetched = fetch(ref.value, policy, etag=validators.get("etag"), last_modified=validators.get("last_modified"))
+    web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}
+    if fetched.not_modified or fetched.content_hash == validators.get("content_hash"):
+        return Unchanged(web)
+    content_hash = fetched.content_hash or bytes_sha256(fetched.content)
+    inputs = ExtractInputs(
+        PurePosixPath(urlsplit(fetched.url).path).name or "index.html",
+        fetched.content_type,
+        fetched.url,
+        fetched.charset,
+    )
+    return ReadSource(fetched.content, content_hash, inputs, {"content_hash": content_hash, **web})
+
+
+def extract_read(read: ReadSource, limits: ExtractLimits) -> Extraction:
+    """The located text of what ``read_source`` read (in the decoder helper, within ``limits``)."""
+    inputs = read.inputs
+    return extract(
+        read.data, filename=inputs.filename, mime=inputs.mime, url=inputs.url,
+        declared_charset=inputs.declared_charset, limits=limits,
+    )
+
+
+def chunk_extraction(
+    source_id: str,
+    ref: SourceRef,
+    extraction: Extraction,
+    *,
+    meta: dict[str, Any],
+    chunking: ChunkSettings,
+    embedder: Embedder,
+    limits: ExtractLimits,
+) -> SourceResult:
+    """Chunk and embed one source's extraction; a source with no text ends as an error.
+
+    ``meta`` is what the extract step learnt (content hash, web validators); the result's meta
+    adds what the extraction says about the document and the recipe its chunks were made with.
+    """
+    meta = {
+        **meta,
         "mime": extraction.mime,
         "title": (extraction.title or "")[:500] or None,
         "page_count": extraction.page_count,
         "pages_needing_ocr": extraction.pages_needing_ocr,
-        "content_hash": content_hash,
-        **extra,
     }
-
-
-def process_source(
-    source_id: str,
-    ref: SourceRef,
-    *,
-    read_attachment: AttachmentReader,
-    policy: FetchPolicy,
-    embedder: Embedder,
-    limits: ExtractLimits,
-    validators: dict[str, str] | None = None,
-) -> SourceResult:
-    """Read or fetch, extract, chunk and embed one source; expected failures become results.
-
-    ``read_attachment`` returns the attachment's bytes and file name; the worker passes a reader
-    that asks the API instance, so this code never needs the vault or the database. ``limits``
-    bound the extraction; a source past one of them ends with that cap's error, and pages cut at
-    the per-page cap leave a note on the otherwise available source.
-    """
-    validators = validators or {}
-    try:
-        if ref.kind == "attachment":
-            data, filename = read_attachment()
-            content_hash = bytes_sha256(data)
-            extraction = extract(data, filename=filename, mime=mimetypes.guess_type(filename)[0], limits=limits)
-            meta = _meta(extraction, content_hash)
-        else:
-            fetched = fetch(
-                ref.value,
-                policy,
-                etag=validators.get("etag"),
-                last_modified=validators.get("last_modified"),
-            )
-            web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}
-            if fetched.not_modified or fetched.content_hash == validators.get("content_hash"):
-                return SourceResult(source_id, "not_modified", meta=web)
-            extraction = extract(
-                fetched.content,
-                filename=PurePosixPath(urlsplit(fetched.url).path).name or "index.html",
-                mime=fetched.content_type,
-                url=fetched.url,
-                declared_charset=fetched.charset,
-                limits=limits,
-            )
-            content_hash = fetched.content_hash or bytes_sha256(fetched.content)
-            meta = _meta(extraction, content_hash, **web)
-    except PipelineError as err:
-        return SourceResult(source_id, "error", err.code, err.message)
-
     if not extraction.segments:
         if extraction.pages_needing_ocr:
             pages = len(extraction.pages_needing_ocr)
@@ -127,14 +147,40 @@ def process_source(
 
     # Chunk ids hash the content *and* the source's identity: the same file attached to two
     # records must not produce colliding ids inside one revision.
-    identity = f"{content_hash}\n{ref.resource_id}\n{ref.field}\n{ref.value}"
-    chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()))
+    identity = f"{meta['content_hash']}\n{ref.resource_id}\n{ref.field}\n{ref.value}"
+    chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()), settings=chunking)
     vectors = embedder.embed([chunk.text for chunk in chunks])
     rows = [
         {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk.locator}
         for chunk in chunks
     ]
     note_code, note = truncation_note(extraction.truncated_pages, limits) or (None, None)
+    meta["chunking"] = chunking.recipe(embedder.name)
     return SourceResult(
         source_id, "extracted", note_code, note, meta=meta, evidence=evidence_of(embedder.name, rows, vectors)
+    )
+
+
+def process_source(
+    source_id: str,
+    ref: SourceRef,
+    *,
+    read_attachment: AttachmentReader,
+    policy: FetchPolicy,
+    embedder: Embedder,
+    limits: ExtractLimits,
+    chunking: ChunkSettings = ChunkSettings(),
+    validators: dict[str, str] | None = None,
+) -> SourceResult:
+    """All steps for one source in one place, without a cache (the document-bomb probe runs this
+    in a process of its own); expected failures become results."""
+    try:
+        read = read_source(ref, read_attachment=read_attachment, policy=policy, validators=validators or {})
+        if isinstance(read, Unchanged):
+            return SourceResult(source_id, "not_modified", meta=read.meta)
+        extraction = extract_read(read, limits)
+    except PipelineError as err:
+        return SourceResult(source_id, "error", err.code, err.message)
+    return chunk_extraction(
+        source_id, ref, extraction, meta=read.meta, chunking=chunking, embedder=embedder, limits=limits
     )

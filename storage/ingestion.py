@@ -25,6 +25,7 @@ class ExtractOrder:
     source_id: str
     ref: dict[str, Any]
     validators: dict[str, str]
+    cached_extraction: dict[str, str] | None = None  # {"key", "content_hash"} of a cached extraction
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Finish:
 
     state: str  # job's final state
     follow_up_job_id: str | None = None
-    released_blobs: frozenset[str] = frozenset()
+    released: retention.Released = retention.Released()
 
 
 def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, PreviousSource]:
@@ -51,6 +52,8 @@ def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, Pr
             file_size=s.file_size,
             file_mtime_ns=s.file_mtime_ns,
             resource_title=s.resource_title,
+            extraction_key=s.extraction_key,
+            chunking=s.chunking,
         )
         for s in revisions.sources(session, notebook.active_revision_id)
     }
@@ -81,7 +84,8 @@ def start_revision(
             resource_title=plan.resource_title,
             state="indexing",
         )
-        orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators)))
+        source.attempts = 1
+        orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators), _cached(plan)))
     job.revision_id = revision.id
     job.total = len(orders)
     job.done = 0
@@ -89,22 +93,47 @@ def start_revision(
     return orders
 
 
-def pending_orders(session: Session, job: Job) -> list[ExtractOrder]:
-    """The sources of a job's draft still waiting for a result (to resend after a crash).
+ATTEMPTS_EXHAUSTED = "ATTEMPTS_EXHAUSTED"
 
-    Resending is safe: a result for a source that is no longer ``indexing`` is ignored.
+
+def attempts_exhausted(attempts: int) -> str:
+    """Why a job or source ended after too many attempts (bounded; it names the setting)."""
+    return (
+        f"No worker finished this in {attempts} attempts (GNOSI_JOB_MAX_ATTEMPTS); "
+        "the workers that took it stopped or were killed while working on it."
+    )
+
+
+def _cached(plan: PlannedSource) -> dict[str, str] | None:
+    """The cached extraction an order may chunk from, with the content hash its chunk ids need."""
+    previous = plan.previous
+    if plan.cached_extraction is None or previous is None or previous.content_hash is None:
+        return None
+    return {"key": plan.cached_extraction, "content_hash": previous.content_hash}
+
+
+def pending_orders(session: Session, job: Job, notebook: Notebook, max_attempts: int) -> list[ExtractOrder]:
+    """The sources of a job's draft still waiting for a result, to resend after a crash.
+
+    Resending is safe: a result for a source that is no longer ``indexing`` is ignored. A source
+    already sent ``max_attempts`` times is not resent but ends in ``error``: whatever it does to
+    the workers that take it (a crash, a kill by the memory limit of a container), it would do
+    again.
     """
     if job.revision_id is None:
         return []
-    return [
-        ExtractOrder(
-            s.id,
-            SourceRef(s.resource_id, s.field, s.kind, s.value).to_dict(),  # type: ignore[arg-type]
-            {},
-        )
-        for s in revisions.sources(session, job.revision_id)
-        if s.state == "indexing"
-    ]
+    orders = []
+    for source in revisions.sources(session, job.revision_id):
+        if source.state != "indexing":
+            continue
+        if source.attempts >= max_attempts:
+            gave_up = SourceResult(source.id, "error", ATTEMPTS_EXHAUSTED, attempts_exhausted(source.attempts))
+            record_result(session, job, notebook, gave_up)
+            continue
+        source.attempts += 1
+        ref = SourceRef(source.resource_id, source.field, source.kind, source.value)  # type: ignore[arg-type]
+        orders.append(ExtractOrder(source.id, ref.to_dict(), {}))
+    return orders
 
 
 def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source | None:
@@ -123,7 +152,7 @@ def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source
 
 def _apply_meta(source: Source, meta: dict[str, Any]) -> None:
     for name in ("mime", "title", "page_count", "pages_needing_ocr", "content_hash", "final_url",
-                 "etag", "last_modified"):
+                 "etag", "last_modified", "extraction_key", "chunking"):
         if name in meta:
             setattr(source, name, meta[name])
 
@@ -158,9 +187,10 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
     source = awaiting_result(session, job, result.source_id)
     if source is None or result.status == "cancelled":
         return None
-    now = utcnow()
     _apply_meta(source, result.meta)
-    source.checked_at = now
+    source.checked_at = utcnow()
+    if result.meta.get("reused"):
+        _keep_last_check(session, notebook, source)
     if result.status == "extracted":
         if result.evidence is None:
             raise ValueError(f"an extracted result for source {source.id} came without its evidence")
@@ -173,7 +203,7 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
         revisions.store_chunks(session, source, rows, embedder=evidence.embedder)
         source.state = "available"
         source.error_code, source.error = result.error_code, result.error  # a truncation note, if any
-        if source.kind == "url":
+        if source.kind == "url" and not result.meta.get("reused"):
             _audit(session, job, source, "changed", None)
     else:
         _carry_previous(session, job, notebook, source, result)
@@ -187,8 +217,17 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
     return source
 
 
+def _keep_last_check(session: Session, notebook: Notebook, source: Source) -> None:
+    """A source chunked again from its cached extraction was not checked again: its last check's
+    time and validators stay (a page's refresh interval runs on from that check)."""
+    previous = _previous_of(session, notebook, source)
+    if previous is not None:
+        for name in ("checked_at", "final_url", "etag", "last_modified"):
+            setattr(source, name, getattr(previous, name))
+
+
 # What the last representation of a source says about it, kept when that representation is.
-_CARRIED_META = ("fingerprint", "mime", "title", "page_count", "content_hash")
+_CARRIED_META = ("fingerprint", "mime", "title", "page_count", "content_hash", "extraction_key", "chunking")
 
 
 def _carry_previous(
@@ -244,7 +283,7 @@ def finish_if_complete(
         _mark_members_checked(session, notebook, revision)
     _track_failures(session, notebook, revision)
     released = retention.apply(session, notebook, completed_keep=keep[0], audit_keep=keep[1])
-    return Finish("succeeded", _follow_up(session, job, notebook), frozenset(released))
+    return Finish("succeeded", _follow_up(session, job, notebook), released)
 
 
 def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) -> None:

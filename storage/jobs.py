@@ -107,6 +107,11 @@ def claim(session: Session, job_id: str, owner: str, lease: timedelta) -> Job | 
     return session.get(Job, job_id) if claimed else None
 
 
+def release(session: Session, job_id: str) -> None:
+    """End a running job's lease now, so that the retry of its failed step can claim it again."""
+    session.execute(update(Job).where(Job.id == job_id, Job.state == "running").values(lease_expires_at=utcnow()))
+
+
 def heartbeat(session: Session, job_id: str, lease: timedelta) -> None:
     session.execute(
         update(Job)

@@ -201,6 +201,11 @@ class Source(Scoped, Base):
     page_count: Mapped[int | None] = mapped_column(Integer)
     pages_needing_ocr: Mapped[list[Any]] = mapped_column(default=list)
     checked_at: Mapped[datetime | None] = mapped_column(DateTime)
+    # The cached extraction the chunks were made from, and how they were made (chunking, embedder).
+    extraction_key: Mapped[str | None] = mapped_column(String(64), index=True)
+    chunking: Mapped[str | None] = mapped_column(String(200))
+    # Times this source was sent to the extract workers in this revision (lease recovery resends).
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
 
 
 class Chunk(Scoped, Base):

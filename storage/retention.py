@@ -8,6 +8,8 @@ delete trigger removes the index entries.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
@@ -16,9 +18,16 @@ from storage.jobs import ACTIVE_STATES
 from storage.models import AuditOutcome, Job, Notebook, Revision, Source
 
 
-def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_keep: int) -> set[str]:
-    """Delete what the policy does not keep; returns the content hashes the deleted sources held
-    (their blobs may now be unreferenced)."""
+@dataclass(frozen=True)
+class Released:
+    """What the deleted sources held: blobs and cached extractions that may now be unreferenced."""
+
+    content_hashes: frozenset[str] = frozenset()
+    extraction_keys: frozenset[str] = frozenset()
+
+
+def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_keep: int) -> Released:
+    """Delete what the policy does not keep; returns what the deleted sources held."""
     revisions = session.scalars(
         select(Revision)
         .where(
@@ -36,12 +45,14 @@ def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_ke
     pinned = conversations.pinned_revisions(session, notebook)
     keep = {notebook.active_revision_id, *running_drafts, *complete, *audit, *pinned}
     doomed = [r.id for r in revisions if r.id not in keep]
-    released: set[str] = set()
+    released = Released()
     if doomed:
-        released = set(
-            session.scalars(
-                select(Source.content_hash).where(Source.revision_id.in_(doomed), Source.content_hash.is_not(None))
-            )
+        held = session.execute(
+            select(Source.content_hash, Source.extraction_key).where(Source.revision_id.in_(doomed))
+        ).all()
+        released = Released(
+            frozenset(row.content_hash for row in held if row.content_hash),
+            frozenset(row.extraction_key for row in held if row.extraction_key),
         )
         session.execute(delete(Revision).where(Revision.id.in_(doomed)))
     _trim_audit_outcomes(session, notebook, audit_keep)

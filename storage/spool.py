@@ -1,7 +1,7 @@
 """Evidence packs waiting to be stored: LOCAL_DATA/system/spool/<job id>/<source id>.<pack id>.pack.
 
 An extract worker uploads a source's pack to the API instance (it cannot reach the database);
-the coordinator on the same host reads it when the small ``store_extraction`` message naming it
+the coordinator on the same host reads it when the small ``ingest.index`` message naming it
 arrives, and removes it once the source is committed. Each upload has its own pack id, so two
 attempts at one source (a re-delivered or recovered extraction) never overwrite each other: a
 message is always stored with the pack it names. The job row stays the only truth: a pack that
@@ -10,21 +10,15 @@ is lost or torn (disk cleaned, power cut before the OS wrote it) only means the 
 """
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO
 
+from storage.files import receive
+
 _ID = PACK_ID = re.compile(r"[0-9a-f]{32}")
-_BLOCK = 1024 * 1024
-_HEAD = 64  # bytes handed to a write's check, enough for any fixed prefix
-
-
-class PackTooLarge(Exception):
-    pass
 
 
 class EvidenceSpool:
@@ -53,23 +47,7 @@ class EvidenceSpool:
     ) -> int:
         """Copy ``stream`` in. ``check(first bytes, size)`` may raise to refuse what arrived;
         readers see a whole accepted pack or none (rename), never a partial one."""
-        target = self.path(job_id, source_id, pack_id)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        written, head = 0, b""
-        with tempfile.NamedTemporaryFile(dir=target.parent, suffix=".part", delete=False) as writer:
-            try:
-                while block := stream.read(_BLOCK):
-                    written += len(block)
-                    if written > max_bytes:
-                        raise PackTooLarge(f"the pack is over {max_bytes} bytes")
-                    head += block[:_HEAD - len(head)]
-                    writer.write(block)
-                check(head, written)
-            except BaseException:
-                os.unlink(writer.name)
-                raise
-        os.replace(writer.name, target)
-        return written
+        return receive(stream, self.path(job_id, source_id, pack_id), max_bytes=max_bytes, check=check)
 
     def read(self, job_id: str, source_id: str, pack_id: str) -> bytes | None:
         try:

@@ -32,7 +32,7 @@ def celery_config(settings: Settings) -> dict:
         "worker_prefetch_multiplier": 1,
         "task_default_queue": COORDINATOR,
         "task_queues": (Queue(COORDINATOR), Queue(EXTRACT)),
-        "task_routes": {"extract_source": {"queue": EXTRACT}},
+        "task_routes": {"ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": EXTRACT}},
         "worker_hijack_root_logger": False,
         "beat_schedule": {
             "sweep-jobs": {"task": "sweep_jobs", "schedule": float(settings.sweep_interval_seconds)},

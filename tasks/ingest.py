@@ -1,44 +1,63 @@
-"""The ingestion chain: notebook_ingest → extract_source (per source, queue "extract") →
-store_extraction (which activates the revision once the last source is stored).
+"""Ingestion as five Celery steps (docs/decisions/0008):
 
-Each source travels as its own ``extract_source | store_extraction`` chain rather than one chord:
-every result is stored as soon as it arrives (progress is real, a crash loses only sources in
-flight), no result backend is needed, and the last store activates the revision through a
-compare-and-set that exactly one of them wins (docs/decisions/0002).
+``ingest.fingerprint`` (coordinator) compares the members' sources with the active revision,
+starts a draft and sends each source that needs work along ``ingest.extract`` → ``ingest.chunk``
+(extract queue, database-free) → ``ingest.index`` (coordinator); the index step that stores a
+job's last source sends ``ingest.activate`` (coordinator), which activates the draft through a
+compare-and-set that exactly one wins.
+
+Each source travels as its own chain rather than one chord: every result is stored as soon as it
+arrives (progress is real, a crash loses only sources in flight) and no result backend is needed
+(docs/decisions/0002). Extractions are cached by content (``pipeline.extraction_cache``), so a
+new chunking recipe or a retry chunks again without extracting again. Every step keeps the
+contract of ``tasks.contract``.
 """
 from __future__ import annotations
 
 import logging
 import os
 import uuid
+from dataclasses import asdict
 from datetime import timedelta
+from typing import Any
 
 from celery import chain, shared_task
 
-from app.extensions import Services, services
+from app.extensions import services
 from app.services.current_sources import plan
 from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
+from pipeline.chunker import ChunkSettings
+from pipeline.extraction_cache import decode, encode, extraction_key
 from pipeline.planning import unchanged
-from pipeline.source_processing import SourceResult, process_source
-from pipeline.types import PipelineError, SourceRef
-from storage import ingestion, jobs, notebooks
+from pipeline.source_processing import SourceResult, Unchanged, chunk_extraction, extract_read, read_source
+from pipeline.types import Extraction, PipelineError, SourceRef
+from storage import ingestion, jobs, notebooks, revisions
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
+from tasks.contract import fail_job, reason, running_job, source_step
 from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
 
+# The API instance may be restarting: the source steps wait for it (up to about 8 minutes).
+_API_RETRY: dict[str, Any] = {
+    "autoretry_for": (InternalApiUnavailable,), "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 8,
+}
+
 
 def dispatch_ingest(job_id: str) -> None:
-    notebook_ingest.delay(job_id)
+    fingerprint.delay(job_id)
 
 
 def dispatch_orders(job_id: str, orders: list[ExtractOrder]) -> None:
+    """Send each order along extract → chunk → index, chunked as this instance's settings say."""
+    chunking = asdict(services().settings.chunking)
     for order in orders:
         chain(
-            extract_source.s(job_id, order.source_id, order.ref, order.validators),
-            store_extraction.s(job_id),
+            extract.s(asdict(order), job_id),
+            chunk.s(job_id, order.ref, chunking),
+            index.s(job_id),
         ).apply_async()
 
 
@@ -51,95 +70,143 @@ def retention() -> tuple[int, int]:
     return settings.completed_revision_retention, settings.audit_revision_retention
 
 
-@shared_task(name="notebook_ingest", bind=True)
-def notebook_ingest(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
-    """Fingerprint the members' sources, start a draft revision, fan out the extraction."""
+@shared_task(name="ingest.fingerprint", bind=True)
+def fingerprint(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
+    """Fingerprint the members' sources, start a draft revision, send the sources that need work.
+
+    An unexpected failure is tried again with the job's attempts as the count; an expected one
+    (the notebook's table is gone, say) fails the job at once: trying again would not change it.
+    """
+    try:
+        _fingerprint(job_id, f"{self.request.hostname}/{os.getpid()}")
+    except PipelineError as err:
+        fail_job(job_id, "fingerprint", err)
+    except Exception as err:
+        log.exception("fingerprinting job %s failed", job_id)
+        with services().db.session() as session:
+            job = jobs.get(session, job_id)
+            again = job is not None and job.attempts < services().settings.job_max_attempts
+            if again:
+                jobs.release(session, job_id)
+        if not again:
+            fail_job(job_id, "fingerprint", err)
+            return
+        raise self.retry(exc=err, countdown=min(2 ** job.attempts, 60)) from err
+
+
+def _fingerprint(job_id: str, owner: str) -> None:
     svc = services()
+    max_attempts = svc.settings.job_max_attempts
     with svc.db.session() as session:
-        job = jobs.claim(session, job_id, f"{self.request.hostname}/{os.getpid()}", lease())
+        job = jobs.claim(session, job_id, owner, lease())
         if job is None:
             return
+        if job.attempts > max_attempts:
+            exhausted = f"{ingestion.ATTEMPTS_EXHAUSTED}: {ingestion.attempts_exhausted(job.attempts - 1)}"
+            jobs.transition(session, job_id, ("running",), "failed", error=exhausted)
+            return
+        notebook = session.get(Notebook, job.notebook_id)
         if job.revision_id is not None:  # a crashed run already started the draft: resume it
-            resumed = ingestion.pending_orders(session, job)
+            resumed = ingestion.pending_orders(session, job, notebook, max_attempts)
         else:
             resumed = None
-            notebook = session.get(Notebook, job.notebook_id)
             member_ids = notebooks.member_ids(session, notebook)
             previous = ingestion.previous_sources(session, notebook)
     if resumed is not None:
-        dispatch_orders(job_id, resumed)
+        send_orders(job_id, resumed)
         return
-    try:
-        plans = plan(svc, notebook, member_ids, previous, frozenset(job.params.get("force_resource_ids", [])))
-    except PipelineError as err:
-        with svc.db.session() as session:
-            jobs.transition(session, job_id, ("running", "cancelling"), "failed", error=err.message)
-        return
+    plans = plan(svc, notebook, member_ids, previous, frozenset(job.params.get("force_resource_ids", [])))
     with svc.db.session() as session:
-        job = jobs.get(session, job_id)
-        notebook = session.get(Notebook, job.notebook_id)
-        if job.state == "cancelling":
-            ingestion.cancel(session, job)
+        job = running_job(session, job_id)
+        if job is None:
             return
+        notebook = session.get(Notebook, job.notebook_id)
         if unchanged(plans, previous) and notebook.active_revision_id:
-            finish = ingestion.finish_unchanged(session, job, notebook)
-            orders = []
-        else:
-            orders = ingestion.start_revision(session, job, notebook, plans)
-            finish = None if orders else ingestion.finish_if_complete(session, job, notebook, retention())
-    dispatch_orders(job_id, orders)
-    after_finish(finish)
+            after_finish(ingestion.finish_unchanged(session, job, notebook))
+            return
+        orders = ingestion.start_revision(session, job, notebook, plans)
+    send_orders(job_id, orders)
 
 
-@shared_task(
-    name="extract_source",
-    autoretry_for=(InternalApiUnavailable,),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    max_retries=8,
-)
-def extract_source(job_id: str, source_id: str, ref: dict, validators: dict) -> dict:
-    """Stateless: asks the API instance for job state and bytes; never touches the database.
+def send_orders(job_id: str, orders: list[ExtractOrder]) -> None:
+    """Send the orders; with none left, the job only waits for its activation."""
+    if orders:
+        dispatch_orders(job_id, orders)
+    else:
+        activate.delay(job_id)
 
-    Every failure but an unreachable API instance (retried) becomes this source's ``error``, which
-    travels to ``store_extraction`` on the broker like any result: a worker that can never succeed
-    (a wrong GNOSI_INTERNAL_TOKEN, say) ends its sources with that reason instead of leaving the
-    job waiting for lease recovery, which would only send the same work back to it.
-    """
+
+# The last extraction this process made: the chunk step that follows usually runs in the same
+# worker, which then need not download what it just uploaded. One entry, taken when used.
+_recent: dict[str, Extraction] = {}
+
+
+@shared_task(name="ingest.extract", **_API_RETRY)
+@source_step("extract")
+def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
+    """Read a source's bytes through the API instance (attachments) or the network (URLs: the
+    conditional fetch is where a page's fingerprint is taken) and extract them unless the cache
+    holds their extraction already. Database-free."""
     svc = services()
-    try:
-        result = _extract(svc, job_id, source_id, SourceRef.from_dict(ref), validators)
-    except InternalApiUnavailable:
-        raise
-    except PipelineError as err:
-        result = SourceResult(source_id, "error", err.code, err.message[:500])
-    except Exception as err:  # a bug in one extractor must not stall the whole job
-        log.exception("extracting source %s failed", source_id)
-        result = SourceResult(source_id, "error", "EXTRACTION_FAILED", f"{type(err).__name__}: {err}"[:500])
-    if result.error_code == "JOB_CANCELLED":
-        result = SourceResult(source_id, "cancelled")
-    if result.evidence is not None:
-        return _upload_evidence(job_id, result)
-    return result.to_message()
-
-
-def _extract(svc: Services, job_id: str, source_id: str, source: SourceRef, validators: dict) -> SourceResult:
-    api = svc.internal_api
-    # Attachments learn the job's state from the byte fetch itself; URLs ask first.
-    if source.kind != "attachment" and api.job_state(job_id) in ("cancelling", "cancelled"):
-        return SourceResult(source_id, "cancelled")
-    return process_source(
-        source_id,
-        source,
+    api, limits = svc.internal_api, svc.settings.extract_limits
+    source_id, ref = order["source_id"], SourceRef.from_dict(order["ref"])
+    cached = order.get("cached_extraction")
+    if cached and api.has_extraction(cached["key"]):  # same bytes, new chunking recipe
+        return _extracted(source_id, cached["key"], {"content_hash": cached["content_hash"], "reused": True})
+    read = read_source(
+        ref,
         read_attachment=lambda: api.attachment(job_id, source_id),
         policy=svc.fetch_policy,
+        validators=order.get("validators") or {},
+    )
+    if isinstance(read, Unchanged):
+        return SourceResult(source_id, "not_modified", meta=read.meta).to_message()
+    key = extraction_key(read.content_hash, read.inputs, limits)
+    if not api.has_extraction(key):
+        extraction = extract_read(read, limits)
+        api.put_extraction(key, encode(extraction))
+        _recent.clear()
+        _recent[key] = extraction
+        log.info("source %s extracted: %d segments, cached as %s", source_id, len(extraction.segments), key)
+    return _extracted(source_id, key, read.meta)
+
+
+def _extracted(source_id: str, key: str, meta: dict[str, Any]) -> dict[str, Any]:
+    return {**SourceResult(source_id, "extracted", meta=meta).to_message(), "extraction": key}
+
+
+@shared_task(name="ingest.chunk", **_API_RETRY)
+@source_step("chunk")
+def chunk(message: dict[str, Any], job_id: str, ref: dict[str, Any], chunking: dict[str, int]) -> dict[str, Any]:
+    """Chunk and embed a source's cached extraction and upload the evidence. Database-free."""
+    svc = services()
+    key = message["extraction"]
+    extraction = _recent.pop(key, None) or _download(key)
+    result = chunk_extraction(
+        message["source_id"],
+        SourceRef.from_dict(ref),
+        extraction,
+        meta={**message["meta"], "extraction_key": key},
+        chunking=ChunkSettings(**chunking),
         embedder=svc.embedder,
         limits=svc.settings.extract_limits,
-        validators=validators,
     )
+    if result.evidence is None:
+        return result.to_message()
+    return _upload_evidence(job_id, result)
 
 
-def _upload_evidence(job_id: str, result: SourceResult) -> dict:
+def _download(key: str) -> Extraction:
+    svc = services()
+    data = svc.internal_api.extraction(key)
+    if data is None:
+        raise PipelineError(
+            "EXTRACTION_MISSING", "The cached extraction of this source is gone; refreshing the notebook reads it again."
+        )
+    return decode(data, max_bytes=svc.settings.evidence_max_bytes)
+
+
+def _upload_evidence(job_id: str, result: SourceResult) -> dict[str, Any]:
     """Send the evidence to the instance that owns the database and return the message that names
     it: only the outcome travels on the broker (pipeline.evidence_pack says why)."""
     assert result.evidence is not None
@@ -153,7 +220,7 @@ def _upload_evidence(job_id: str, result: SourceResult) -> dict:
     return {**result.to_message(), "pack": pack_id}
 
 
-def _with_evidence(job_id: str, message: dict) -> SourceResult | None:
+def _with_evidence(job_id: str, message: dict[str, Any]) -> SourceResult | None:
     """The message with the evidence of the pack it names; None when that pack is missing or torn
     (the source stays ``indexing`` and lease recovery extracts it again)."""
     if message["status"] != "extracted":
@@ -173,36 +240,58 @@ def _with_evidence(job_id: str, message: dict) -> SourceResult | None:
         return SourceResult(source_id, "error", err.code, err.message, message.get("meta") or {})
 
 
-@shared_task(name="store_extraction")
-def store_extraction(message: dict, job_id: str) -> None:
-    """Store one source's result in the draft; the last one activates the revision."""
+@shared_task(name="ingest.index")
+def index(message: dict[str, Any], job_id: str) -> None:
+    """Store one source's result in the draft; the one that stores the last sends the activation.
+
+    A failure while storing becomes the source's error (in a transaction of its own); if even
+    that cannot be written, the source stays ``indexing`` for lease recovery to send again.
+    """
     svc = services()
-    finish: ingestion.Finish | None = None
-    keep_bytes: tuple[str, str | None] | None = None
     try:
-        with svc.db.session() as session:
-            job = jobs.get(session, job_id)
-            if job is not None and job.state == "cancelling":
-                ingestion.cancel(session, job)
-            if job is None or job.state != "running":
-                return
-            if ingestion.awaiting_result(session, job, message["source_id"]) is None:
-                return  # a repeated or late message: this source already has its result
-            parsed = _with_evidence(job_id, message)
-            if parsed is None:
-                return
-            notebook = session.get(Notebook, job.notebook_id)
-            source = ingestion.record_result(session, job, notebook, parsed)
-            if source is not None and source.kind == "attachment" and parsed.status == "extracted":
-                keep_bytes = (source.value, source.content_hash)
-            jobs.heartbeat(session, job_id, lease())
-            finish = ingestion.finish_if_complete(session, job, notebook, retention())
+        complete = _index(job_id, message)
+    except Exception as err:
+        log.exception("indexing source %s of job %s failed", message["source_id"], job_id)
+        code, text = reason("index", err)
+        complete = _record(job_id, SourceResult(message["source_id"], "error", code, text, message.get("meta") or {}))
     finally:
         if message.get("pack"):
             svc.spool.discard(job_id, message["source_id"], message["pack"])
+    if complete:
+        activate.delay(job_id)
+
+
+def _index(job_id: str, message: dict[str, Any]) -> bool:
+    """The pack is read and checked before the write transaction, which it would only lengthen."""
+    with services().db.reader() as session:
+        job = jobs.get(session, job_id)
+        state = job.state if job is not None else None
+        waiting = state == "running" and ingestion.awaiting_result(session, job, message["source_id"]) is not None
+    if state == "cancelling":
+        return _record(job_id, None)
+    if not waiting:  # an ended job, or a repeated or late message: this source has its result
+        return False
+    parsed = _with_evidence(job_id, message)
+    return parsed is not None and _record(job_id, parsed)
+
+
+def _record(job_id: str, result: SourceResult | None) -> bool:
+    """Record ``result`` (None: nothing to record, only the job's state to honour); True when no
+    source of the job is left waiting."""
+    keep_bytes: tuple[str, str | None] | None = None
+    with services().db.session() as session:
+        job = running_job(session, job_id)
+        if job is None or result is None:
+            return False
+        notebook = session.get(Notebook, job.notebook_id)
+        source = ingestion.record_result(session, job, notebook, result)
+        if source is not None and source.kind == "attachment" and result.status == "extracted":
+            keep_bytes = (source.value, source.content_hash)
+        jobs.heartbeat(session, job_id, lease())
+        complete = revisions.pending_count(session, job.revision_id) == 0
     if keep_bytes:
         _keep_attachment_copy(*keep_bytes)
-    after_finish(finish)
+    return complete
 
 
 def _keep_attachment_copy(rel_path: str, sha256: str | None) -> None:
@@ -216,13 +305,33 @@ def _keep_attachment_copy(rel_path: str, sha256: str | None) -> None:
         log.warning("could not keep a copy of %s", rel_path)
 
 
+@shared_task(name="ingest.activate")
+def activate(job_id: str) -> None:
+    """Activate the job's draft once no source waits (or keep it as an audit record)."""
+    try:
+        with services().db.session() as session:
+            job = running_job(session, job_id)
+            if job is None:
+                return
+            notebook = session.get(Notebook, job.notebook_id)
+            finish = ingestion.finish_if_complete(session, job, notebook, retention())
+    except Exception as err:
+        log.exception("activating job %s failed", job_id)
+        fail_job(job_id, "activate", err)
+        return
+    after_finish(finish)
+
+
 def after_finish(finish: ingestion.Finish | None) -> None:
-    """Outside the transaction: start the coalesced follow-up job and drop unreferenced blobs."""
+    """Outside the transaction: start the coalesced follow-up job, drop unreferenced blobs and
+    cached extractions."""
     if finish is None:
         return
     if finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)
-    if finish.released_blobs:
+    released = finish.released
+    if released.content_hashes or released.extraction_keys:
         svc = services()
         with svc.db.reader() as session:
-            svc.blobs.delete_unreferenced(session, set(finish.released_blobs))
+            svc.blobs.delete_unreferenced(session, set(released.content_hashes))
+            svc.extractions.delete_unreferenced(session, set(released.extraction_keys))

@@ -30,11 +30,15 @@ class InternalApi:
             transport=httpx.HTTPTransport(retries=CONNECT_RETRIES),
         )
 
-    def _get(self, path: str) -> httpx.Response:
+    def _send(self, method: str, path: str, body: bytes | None = None) -> httpx.Response:
+        headers = {"Content-Type": "application/octet-stream"} if body is not None else None
         try:
-            return self.client.get(path)
+            return self.client.request(method, path, content=body, headers=headers)
         except httpx.TransportError as err:
             raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
+
+    def _get(self, path: str) -> httpx.Response:
+        return self._send("GET", path)
 
     @staticmethod
     def _raise_for(response: httpx.Response) -> None:
@@ -57,15 +61,7 @@ class InternalApi:
     def put_evidence(self, job_id: str, source_id: str, pack_id: str, pack: bytes) -> None:
         """Upload a source's evidence pack; PipelineError("JOB_CANCELLED" / "SOURCE_NOT_PENDING"
         / "EVIDENCE_TOO_LARGE" / "EVIDENCE_PACK_INVALID") when the instance will not take it."""
-        try:
-            response = self.client.put(
-                f"/internal/jobs/{job_id}/sources/{source_id}/evidence/{pack_id}",
-                content=pack,
-                headers={"Content-Type": "application/octet-stream"},
-            )
-        except httpx.TransportError as err:
-            raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
-        self._raise_for(response)
+        self._raise_for(self._send("PUT", f"/internal/jobs/{job_id}/sources/{source_id}/evidence/{pack_id}", pack))
 
     def job_state(self, job_id: str) -> str:
         response = self._get(f"/internal/jobs/{job_id}")
@@ -84,3 +80,21 @@ class InternalApi:
         disposition = response.headers.get("content-disposition", "")
         filename = disposition.split("filename=")[-1].strip('"') if "filename=" in disposition else "attachment"
         return response.content, filename
+
+    def extraction(self, key: str) -> bytes | None:
+        """A cached extraction's bytes, None when the cache has none under ``key``."""
+        response = self._get(f"/internal/extractions/{key}")
+        if response.status_code == 404:
+            return None
+        self._raise_for(response)
+        return response.content
+
+    def has_extraction(self, key: str) -> bool:
+        response = self._send("HEAD", f"/internal/extractions/{key}")
+        if response.status_code == 404:
+            return False
+        self._raise_for(response)
+        return True
+
+    def put_extraction(self, key: str, data: bytes) -> None:
+        self._raise_for(self._send("PUT", f"/internal/extractions/{key}", data))

@@ -15,7 +15,7 @@ from storage import ingestion, jobs
 from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
-from tasks.ingest import after_finish, dispatch_ingest, dispatch_orders, lease, retention
+from tasks.ingest import dispatch_ingest, lease, send_orders
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +29,6 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     svc = services()
     orders: dict[str, list[ExtractOrder]] = {}
     restart: list[str] = []
-    finished: list[ingestion.Finish | None] = []
     queued_before = utcnow() - lease()
     if lost_before is not None:
         queued_before = max(queued_before, datetime.fromisoformat(lost_before))
@@ -39,25 +38,23 @@ def sweep_jobs(lost_before: str | None = None) -> int:
                 ingestion.cancel(session, job)
             elif job.state == "running" and job.revision_id is not None:
                 jobs.heartbeat(session, job.id, lease())
-                orders[job.id] = ingestion.pending_orders(session, job)
-                if not orders[job.id]:  # every result is in: only the activation was lost
-                    notebook = session.get(Notebook, job.notebook_id)
-                    finished.append(ingestion.finish_if_complete(session, job, notebook, retention()))
+                notebook = session.get(Notebook, job.notebook_id)
+                orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
             else:
                 restart.append(job.id)
     for job_id, pending in orders.items():
-        dispatch_orders(job_id, pending)
+        send_orders(job_id, pending)  # none left: only the activation was lost
     for job_id in restart:
         dispatch_ingest(job_id)
-    for finish in finished:
-        after_finish(finish)
     if svc.settings.embedded:
         purge_consumed(svc.settings.system_dir / "broker.sqlite3")
     try:
         _discard_finished_packs()
-    except OSError:  # a spool on a broken disk must not stop the recovery above from running again
-        log.exception("could not clean the evidence spool")
-    return len(orders) + len(restart) + len(finished)
+        with svc.db.reader() as session:
+            svc.extractions.delete_orphans(session)
+    except OSError:  # a broken disk must not stop the recovery above from running again
+        log.exception("could not clean the evidence spool or the extraction cache")
+    return len(orders) + len(restart)
 
 
 def _discard_finished_packs() -> None:

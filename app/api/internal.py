@@ -1,10 +1,11 @@
 """/internal: what stateless extract workers need from the instance that owns the database.
 
-Guarded by the instance's shared secret (never a user token); answers only job state and the
-bytes of attachment sources, so a leaked worker credential cannot read notebooks or chats. It
-also takes evidence packs for sources of a running job's draft: the holder of the secret is a
-trusted extract worker, and can put text into drafts being indexed, as anyone who can publish
-``store_extraction`` messages on the broker always could. Keep it as secret as the broker URL.
+Guarded by the instance's shared secret (never a user token); answers only job state, the bytes
+of attachment sources and cached extractions, so a leaked worker credential cannot read notebooks
+or chats. It also takes evidence packs for sources of a running job's draft and extractions for
+the cache: the holder of the secret is a trusted extract worker, and can put text into drafts
+being indexed, as anyone who can publish ``ingest.index`` messages on the broker always could.
+Keep it as secret as the broker URL.
 """
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ from pipeline.catalogue import resolve_attachment
 from pipeline.types import PipelineError
 from storage import jobs
 from storage.models import Source
-from storage.spool import PACK_ID, PackTooLarge
+from storage.extractions import KEY
+from storage.files import TooLarge
+from storage.spool import PACK_ID
 
 bp = Blueprint("internal", __name__, url_prefix="/internal")
 
@@ -93,8 +96,40 @@ def put_evidence(job_id: str, source_id: str, pack_id: str):  # type: ignore[no-
         size = svc.spool.write(
             job_id, source_id, pack_id, request.stream, max_bytes=limit, check=evidence_pack.check_size
         )
-    except (PackTooLarge, RequestEntityTooLarge):
+    except (TooLarge, RequestEntityTooLarge):
         raise too_large from None
     except PipelineError as err:
         raise ApiError(400, err.code, err.message) from None
     return {"job_id": job_id, "source_id": source_id, "pack_id": pack_id, "bytes": size}, 201
+
+
+def _extraction_key(key: str) -> str:
+    if not KEY.fullmatch(key):
+        raise ApiError(400, "EXTRACTION_KEY_INVALID", "An extraction key is 64 lowercase hex digits.")
+    return key
+
+
+@bp.get("/extractions/<key>")
+def get_extraction(key: str):  # type: ignore[no-untyped-def]
+    """A cached extraction (``HEAD`` asks whether there is one without its bytes)."""
+    path = services().extractions.path(_extraction_key(key))
+    if not path.is_file():
+        raise ApiError(404, "EXTRACTION_NOT_FOUND", "No cached extraction has this key.")
+    return send_file(path, mimetype="application/octet-stream", conditional=False)
+
+
+@bp.put("/extractions/<key>")
+def put_extraction(key: str):  # type: ignore[no-untyped-def]
+    """Keep an extraction in the cache. The key is the worker's claim about what it holds; a
+    worker holding the secret is trusted with it as with evidence packs."""
+    svc = services()
+    limit = svc.settings.evidence_max_bytes
+    too_large = ApiError(413, "EXTRACTION_TOO_LARGE", f"The extraction is over {limit} bytes.")
+    if (request.content_length or 0) > limit:
+        raise too_large
+    request.max_content_length = limit
+    try:
+        size = svc.extractions.write(_extraction_key(key), request.stream, max_bytes=limit)
+    except (TooLarge, RequestEntityTooLarge):
+        raise too_large from None
+    return {"key": key, "bytes": size}, 201

@@ -46,5 +46,6 @@ def plan(
         previous,
         now=utcnow(),
         url_ttl_seconds=svc.settings.url_refresh_ttl_seconds,
+        chunking=svc.settings.chunking.recipe(svc.embedder.name),
         force_resource_ids=force_resource_ids,
     )

@@ -1,5 +1,5 @@
 """Flower from the documented command, as a real process on real Redis: refused without a password,
-answering with one, and showing role-named workers and the ingestion tasks they ran."""
+answering with one, and showing role-named workers and the five ingestion steps they ran."""
 from __future__ import annotations
 
 import subprocess
@@ -16,6 +16,7 @@ from support.vault import VaultBuilder
 pytestmark = pytest.mark.integration
 
 AUTH = ("ops", "correct horse battery")
+STEPS = {"ingest.fingerprint", "ingest.extract", "ingest.chunk", "ingest.index", "ingest.activate"}
 
 
 def test_flower_needs_a_password_and_shows_role_named_workers_and_tasks(tmp_path: Path) -> None:
@@ -48,12 +49,12 @@ def test_flower_needs_a_password_and_shows_role_named_workers_and_tasks(tmp_path
             names: set[str] = set()
             nodes: set[str] = set()
             deadline = time.monotonic() + 60
-            while time.monotonic() < deadline and not {"extract_source", "store_extraction"} <= names:
+            while time.monotonic() < deadline and not STEPS <= names:
                 tasks = httpx.get(f"{base}/api/tasks", auth=AUTH, timeout=10).json()
                 names = {task["name"] for task in tasks.values()}
                 nodes = {task["worker"] for task in tasks.values() if task.get("worker")}
                 time.sleep(0.5)
-            assert {"notebook_ingest", "extract_source", "store_extraction"} <= names, names
+            assert STEPS <= names, names
             assert any(n.startswith("coordinator-") for n in nodes) and any(n.startswith("extract-") for n in nodes), nodes
         finally:
             for process in workers:

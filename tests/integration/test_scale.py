@@ -49,7 +49,7 @@ def test_two_stateless_extract_workers_ingest_one_notebook(tmp_path: Path) -> No
         assert {i["state"] for i in items} == {"available"}
         for i in range(2):
             log = (tmp_path / f"worker-extract-{i}.log").read_text()
-            assert "Task extract_source[" in log, f"extract worker {i} did no work"
+            assert "Task ingest.extract[" in log, f"extract worker {i} did no work"
             assert not list((tmp_path / f"extract-{i}").rglob("*.sqlite3"))
         hit = d.api.get(f"/api/notebooks/{notebook_id}/search", q="notice and takedown procedure").json()["results"][0]
         assert hit["locator"]["page"] == 12

@@ -185,7 +185,7 @@ class Deployment:
             1
             for path in self.tmp.glob("worker-*.log")
             for line in path.read_text(errors="replace").splitlines()
-            if "Task extract_source[" in line and "received" in line
+            if "Task ingest.extract[" in line and "received" in line
         )
 
 

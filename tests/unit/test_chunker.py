@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.chunker import Chunk, chunk_segments, make_chunk_id
+from pipeline.chunker import Chunk, ChunkSettings, chunk_segments, make_chunk_id
 from pipeline.types import Segment
 
 FINGERPRINT = "sha256:0123456789abcdef"
@@ -58,7 +58,7 @@ def assert_well_formed(chunks: list[Chunk], segments: list[Segment], max_chars: 
 
 def test_real_pdf_pages_are_chunked_per_page_at_sentence_ends(corpus_dir: Path) -> None:
     pages = pdf_pages(corpus_dir / "pdf" / "tracemonkey.pdf")[:3]
-    chunks = chunk_segments(pages, source_fingerprint=FINGERPRINT, max_chars=800, overlap_chars=150)
+    chunks = chunk_segments(pages, source_fingerprint=FINGERPRINT, settings=ChunkSettings(800, 150))
 
     assert_well_formed(chunks, pages, 800)
     by_page = {p.locator["page"]: [c for c in chunks if c.locator["page"] == p.locator["page"]] for p in pages}
@@ -76,7 +76,7 @@ def test_real_pdf_pages_are_chunked_per_page_at_sentence_ends(corpus_dir: Path) 
 def test_sentence_cut_at_a_boundary_is_found_whole_in_a_neighbour() -> None:
     sentences = [f"Sentence number {i} talks about topic {i} at some length." for i in range(60)]
     text = " ".join(sentences)
-    chunks = chunk_segments([Segment(text, {"offset": 0})], source_fingerprint=FINGERPRINT, max_chars=300)
+    chunks = chunk_segments([Segment(text, {"offset": 0})], source_fingerprint=FINGERPRINT, settings=ChunkSettings(300, 150))
 
     assert len(chunks) > 5
     for sentence in sentences:
@@ -87,7 +87,7 @@ def test_long_paragraph_without_punctuation_is_cut_between_words_with_overlap() 
     vocabulary = [f"word{i}" for i in range(500)]
     text = " ".join(vocabulary[(i * 7) % 500] for i in range(3000))
     segments = [Segment(text, {"offset": 0})]
-    chunks = chunk_segments(segments, source_fingerprint=FINGERPRINT, max_chars=500, overlap_chars=80)
+    chunks = chunk_segments(segments, source_fingerprint=FINGERPRINT, settings=ChunkSettings(500, 80))
 
     assert_well_formed(chunks, segments, 500)
     known = set(vocabulary)
@@ -101,7 +101,7 @@ def test_long_paragraph_without_punctuation_is_cut_between_words_with_overlap() 
 
 def test_text_without_any_space_is_cut_hard() -> None:
     text = "x" * 2500
-    chunks = chunk_segments([Segment(text, {"offset": 0})], source_fingerprint=FINGERPRINT, max_chars=1000)
+    chunks = chunk_segments([Segment(text, {"offset": 0})], source_fingerprint=FINGERPRINT, settings=ChunkSettings(1000, 150))
 
     assert [len(c.text) for c in chunks][0] == 1000
     assert all(len(c.text) <= 1000 for c in chunks)
@@ -110,7 +110,7 @@ def test_text_without_any_space_is_cut_hard() -> None:
 
 def test_cjk_page_is_cut_at_full_stops_without_spurious_spaces(corpus_dir: Path) -> None:
     pages = pdf_pages(corpus_dir / "pdf" / "chemistry-notation-zh.pdf")
-    chunks = chunk_segments(pages, source_fingerprint=FINGERPRINT, max_chars=200, overlap_chars=40)
+    chunks = chunk_segments(pages, source_fingerprint=FINGERPRINT, settings=ChunkSettings(200, 40))
 
     assert_well_formed(chunks, pages, 200)
     assert len(chunks) > 10
@@ -165,7 +165,7 @@ def test_invalid_arguments_are_rejected() -> None:
     with pytest.raises(ValueError):
         chunk_segments([], source_fingerprint="")
     with pytest.raises(ValueError):
-        chunk_segments([], source_fingerprint=FINGERPRINT, max_chars=100, overlap_chars=100)
+        chunk_segments([], source_fingerprint=FINGERPRINT, settings=ChunkSettings(100, 100))
     assert chunk_segments([], source_fingerprint=FINGERPRINT) == []
 
 
@@ -181,7 +181,7 @@ def test_any_text_gives_bounded_chunks_that_point_back_at_their_text(
     overlap = data.draw(st.integers(min_value=0, max_value=max_chars - 1))
     segments = [Segment(text, {"page": index}) for index, text in enumerate(texts)]
     chunks = chunk_segments(
-        segments, source_fingerprint=FINGERPRINT, max_chars=max_chars, overlap_chars=overlap
+        segments, source_fingerprint=FINGERPRINT, settings=ChunkSettings(max_chars, overlap)
     )
 
     assert_well_formed(chunks, segments, max_chars)

@@ -9,15 +9,20 @@ from pipeline.types import SourceRef
 NOW = datetime(2026, 11, 29, 12, 0, 0)
 PDF = SourceRef("r1", "file", "attachment", "files/a.pdf")
 URL = SourceRef("r2", "link", "url", "https://example.org/a")
+URL_DUE = SourceRef("r3", "link", "url", "https://example.org/b")
+RECIPE = "chunks 1200/150; vectors hashing-v1"
 
 
 def previous(ref: SourceRef, **values) -> dict:  # type: ignore[no-untyped-def]
-    base = {"source_id": "s-" + ref.resource_id, "state": "available", "fingerprint": "f1", "checked_at": NOW}
+    base = {
+        "source_id": "s-" + ref.resource_id, "state": "available", "fingerprint": "f1", "checked_at": NOW,
+        "chunking": RECIPE, "extraction_key": "e-" + ref.resource_id,
+    }
     return {key_of(ref): PreviousSource(**{**base, **values})}
 
 
 def plan(current, prev, **kwargs):  # type: ignore[no-untyped-def]
-    return plan_sources(current, prev, now=NOW, url_ttl_seconds=3600, **kwargs)
+    return plan_sources(current, prev, now=NOW, url_ttl_seconds=3600, **{"chunking": RECIPE, **kwargs})
 
 
 def test_unchanged_attachment_is_reused() -> None:
@@ -63,3 +68,11 @@ def test_a_renamed_record_is_reused_but_makes_a_new_revision() -> None:
     assert [p.action for p in plans] == ["reuse"] and plans[0].resource_title == "New name"
     assert not unchanged(plans, prev)
     assert unchanged(plan([Observed(PDF, "f1", resource_title="Old name")], prev), prev)
+
+
+def test_a_new_chunking_recipe_chunks_again_from_the_cached_extraction() -> None:
+    prev = {**previous(PDF), **previous(URL, etag='"x"'), **previous(URL_DUE, etag='"y"', checked_at=NOW - timedelta(days=1))}
+    plans = plan([Observed(PDF, "f1"), Observed(URL), Observed(URL_DUE)], prev, chunking="chunks 800/100; vectors hashing-v1")
+    assert [p.action for p in plans] == ["extract"] * 3 and not unchanged(plans, prev)
+    assert [p.cached_extraction for p in plans] == ["e-r1", "e-r2", None]
+    assert plans[2].validators == {}  # a 304 would keep the old chunks: fetched in full, found in the cache by its hash

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from storage.spool import EvidenceSpool, PackTooLarge
+from storage.files import TooLarge
+from storage.spool import EvidenceSpool
 
 
 def ids() -> tuple[str, str, str]:
@@ -44,7 +45,7 @@ def test_two_attempts_at_one_source_keep_their_own_packs(tmp_path: Path) -> None
 def test_a_pack_over_the_limit_leaves_nothing_behind(tmp_path: Path) -> None:
     spool = EvidenceSpool(tmp_path)
     job, source, pack = ids()
-    with pytest.raises(PackTooLarge):
+    with pytest.raises(TooLarge):
         spool.write(job, source, pack, io.BytesIO(b"x" * (2 * 1024 * 1024 + 1)), max_bytes=2 * 1024 * 1024,
                     check=accept)
     assert list((tmp_path / job).iterdir()) == []

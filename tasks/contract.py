@@ -1,0 +1,93 @@
+"""The contract every ingestion step keeps, so that no failure leaves a job stuck or a state wrong.
+
+- Before its work and before any write, a step reads the job's durable state: from
+  ``notebooks.sqlite3`` on the coordinator, through the internal API on database-free extract
+  workers. A job that is ``cancelling`` is cancelled there; one that is not ``running`` any more
+  (cancelled, finished, or taken over after its lease was lost) stops the step, whose result
+  would be ignored anyway.
+- Every exception of a per-source step (``extract``, ``chunk``, ``index``) becomes that source's
+  ``error`` with a bounded reason; every exception of a job step (``fingerprint``, ``activate``)
+  fails the job with one, after ``GNOSI_JOB_MAX_ATTEMPTS`` attempts. Attempts are counted in the
+  job and source rows, so a task that kills its worker is not resent forever either
+  (``storage.ingestion.pending_orders``, ``start``).
+- Only an unreachable API instance is retried as such (``InternalApiUnavailable``, Celery's own
+  backoff): the step itself did nothing wrong.
+
+The steps' work stays in ``pipeline/`` and ``storage/``; the tasks in ``tasks.ingest`` only wire
+it to this contract.
+"""
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.extensions import services
+from pipeline.source_processing import SourceResult
+from pipeline.types import PipelineError
+from storage import ingestion, jobs
+from storage.models import Job
+from tasks.internal_api import InternalApiUnavailable
+
+log = logging.getLogger(__name__)
+
+SourceStep = Callable[..., dict[str, Any]]
+REASON_CHARS = 500
+
+
+def reason(step: str, err: BaseException) -> tuple[str, str]:
+    """A stable code and a bounded message for an exception a step did not expect."""
+    if isinstance(err, PipelineError):
+        return err.code, err.message
+    return "STEP_FAILED", f"The {step} step failed: {type(err).__name__}: {err}"[:REASON_CHARS]
+
+
+def source_step(step: str) -> Callable[[SourceStep], SourceStep]:
+    """Wrap a database-free per-source step ``run(incoming, job_id, *args) -> message``.
+
+    ``incoming`` is the source's order or the previous step's message; a message that is already
+    an outcome (an error, a cancellation, an unchanged page) travels on untouched.
+    """
+
+    def wrap(run: SourceStep) -> SourceStep:
+        @functools.wraps(run)
+        def checked(incoming: dict[str, Any], job_id: str, *args: Any) -> dict[str, Any]:
+            source_id = incoming["source_id"]
+            if incoming.get("status", "extracted") != "extracted":
+                return incoming
+            try:
+                if services().internal_api.job_state(job_id) != "running":
+                    return SourceResult(source_id, "cancelled").to_message()
+                return run(incoming, job_id, *args)
+            except InternalApiUnavailable:
+                raise
+            except Exception as err:  # noqa: BLE001 (the contract: every failure becomes the source's error)
+                if isinstance(err, PipelineError) and err.code == "JOB_CANCELLED":
+                    return SourceResult(source_id, "cancelled").to_message()
+                if not isinstance(err, PipelineError):
+                    log.exception("the %s step failed on source %s", step, source_id)
+                code, message = reason(step, err)
+                return SourceResult(source_id, "error", code, message, incoming.get("meta") or {}).to_message()
+
+        return checked
+
+    return wrap
+
+
+def running_job(session: Session, job_id: str) -> Job | None:
+    """The job when a coordinator step may work on it: a ``cancelling`` job is cancelled here,
+    and None tells the step to stop (cancelled, finished, or unknown)."""
+    job = jobs.get(session, job_id)
+    if job is not None and job.state == "cancelling":
+        ingestion.cancel(session, job)
+    return job if job is not None and job.state == "running" else None
+
+
+def fail_job(job_id: str, step: str, err: BaseException) -> None:
+    """End a job ``failed`` with the bounded reason of ``err``."""
+    code, message = reason(step, err)
+    with services().db.session() as session:
+        jobs.transition(session, job_id, ("running",), "failed", error=f"{code}: {message}"[:REASON_CHARS])
