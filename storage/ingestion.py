@@ -297,8 +297,8 @@ def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) ->
 
 
 def _same_evidence(session: Session, notebook: Notebook, revision: Revision) -> bool:
-    def signature(rows: list[Source]) -> dict[SourceKey, tuple[str, str | None, str | None]]:
-        return {(s.resource_id, s.field, s.value): (s.state, s.fingerprint, s.resource_title) for s in rows}
+    def signature(rows: list[Source]) -> dict[SourceKey, tuple[str, str | None, str | None, str | None]]:
+        return {(s.resource_id, s.field, s.value): (s.state, s.fingerprint, s.resource_title, s.chunking) for s in rows}
 
     active = revisions.sources(session, notebook.active_revision_id)
     return signature(active) == signature(revisions.sources(session, revision.id))

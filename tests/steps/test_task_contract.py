@@ -1,0 +1,234 @@
+"""The contract of the five ingestion steps (tasks/contract.py), with the real chain run by Celery's
+embedded worker in this process (see conftest.py): routing, a full ingestion, re-chunking from the
+extraction cache, cancellation seen by every step, failures that end a source or a job instead of
+leaving it stuck, and lease recovery that gives up."""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from sqlalchemy import select
+
+from storage import jobs
+from storage.ingestion import ATTEMPTS_EXHAUSTED
+from storage.models import Job, Notebook, Revision, Source, utcnow
+
+if TYPE_CHECKING:  # the fixtures' types; a conftest is not imported by tests
+    from steps.conftest import Instance, StepLog
+
+STEPS = ("fingerprint", "extract", "chunk", "index", "activate")
+BOTH = ["dmca", "naacl"]
+Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def wrap(monkeypatch: pytest.MonkeyPatch, target: str, make: Wrapper) -> None:
+    """Replace the function at dotted ``target`` by ``make(original)`` for this test."""
+    module, name = target.rsplit(".", 1)
+    monkeypatch.setattr(target, make(getattr(importlib.import_module(module), name)))
+
+
+def counting(calls: list[tuple[Any, ...]]) -> Wrapper:
+    def make(real: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            calls.append(args)
+            return real(*args, **kwargs)
+
+        return counted
+
+    return make
+
+
+def raising_once(err: Exception) -> Wrapper:
+    """The first call raises ``err``, later ones run the original (so the step's own error path,
+    which may call the same function again, works)."""
+
+    def make(real: Callable[..., Any]) -> Callable[..., Any]:
+        raised: list[bool] = []
+
+        def flaky(*args: Any, **kwargs: Any) -> Any:
+            if not raised:
+                raised.append(True)
+                raise err
+            return real(*args, **kwargs)
+
+        return flaky
+
+    return make
+
+
+def ingest(instance: Instance, resource_ids: list[str] = BOTH) -> tuple[str, Job]:
+    """Create a notebook through the API and wait for its first job to end."""
+    notebook_id, job_id = instance.create_notebook(resource_ids)
+    return notebook_id, instance.wait_job_end(job_id)
+
+
+def cancel_active_jobs(instance: Instance) -> list[str]:
+    """Ask to cancel every notebook's active job, as the cancel endpoint does; the states the jobs
+    moved to (``cancelling`` for a running one)."""
+
+    def change(session: Any) -> list[str]:
+        cancelled = [jobs.request_cancel(session, nb) for nb in session.scalars(select(Notebook))]
+        return [job.state for job in cancelled if job is not None]
+
+    return instance.write(change)
+
+
+def test_steps_are_registered_and_routed(instance: Instance) -> None:
+    """Extract workers consume only ``extract`` and hold no database: only the two database-free
+    steps may be routed there."""
+    assert {f"ingest.{step}" for step in STEPS} <= set(instance.celery.tasks)
+    route = instance.celery.amqp.router.route
+    queues = {step: route({}, f"ingest.{step}")["queue"].name for step in STEPS}
+    assert queues == {
+        "fingerprint": "coordinator", "extract": "extract", "chunk": "extract",
+        "index": "coordinator", "activate": "coordinator",
+    }
+
+
+def test_two_pdfs_ingest_end_to_end(instance: Instance) -> None:
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    assert instance.notebook(notebook_id).active_revision_id == job.revision_id
+    sources = instance.sources(job.revision_id)
+    assert sorted(s.resource_id for s in sources) == BOTH
+    assert [s.state for s in sources] == ["available", "available"]
+    assert all(instance.chunk_count(job.revision_id, s.id) > 0 for s in sources)
+
+
+def test_a_new_chunking_recipe_rechunks_without_extracting(
+    launch: Callable[..., Instance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Extraction is the expensive step; a recipe change must chunk again from the cache."""
+    extractions: list[tuple[Any, ...]] = []
+    wrap(monkeypatch, "tasks.ingest.extract_read", counting(extractions))
+    first = launch()
+    notebook_id, job = ingest(first)
+    assert job.state == "succeeded", job.error
+    assert len(extractions) == 2  # the counter sees the real extractions
+    chunks_before = first.chunk_count(job.revision_id)
+
+    second = launch(GNOSI_CHUNK_MAX_CHARS="600")
+    response = second.call("POST", f"/api/notebooks/{notebook_id}/refresh")
+    assert response.status_code == 202 and response.json["outcome"] == "queued", response.json
+    refreshed = second.wait_job_end(response.json["job"]["id"])
+
+    assert refreshed.state == "succeeded", refreshed.error
+    assert len(extractions) == 2, "the refresh extracted again instead of chunking the cached extraction"
+    assert second.notebook(notebook_id).active_revision_id == refreshed.revision_id != job.revision_id
+    sources = second.sources(refreshed.revision_id)
+    assert [s.state for s in sources] == ["available", "available"]
+    assert all(s.chunking.startswith("chunks 600/") for s in sources), [s.chunking for s in sources]
+    assert second.chunk_count(refreshed.revision_id) > chunks_before
+
+
+@pytest.mark.parametrize("step", STEPS)
+def test_each_step_observes_a_cancel(
+    instance: Instance, steps: StepLog, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """The cancel lands just before ``step`` runs. A queued job is cancelled by the request alone,
+    so for the fingerprint step it lands after the claim, while the step plans its sources."""
+    seen: list[str] = []
+
+    def cancel() -> None:
+        seen.extend(cancel_active_jobs(instance))
+
+    if step == "fingerprint":
+        wrap(monkeypatch, "tasks.ingest.plan", lambda real: lambda *a, **k: (cancel(), real(*a, **k))[1])
+    else:
+        steps.before_next(f"ingest.{step}", cancel)
+    notebook_id, job = ingest(instance)
+    if step != "fingerprint":  # let both sources' chains drain before reading what they did
+        instance.wait_for(lambda: len(steps.returned("ingest.index")) == 2, "both sources' index steps")
+
+    assert seen == ["cancelling"], "the cancel did not land on a running job"
+    assert job.state == "cancelled", (job.state, job.error)
+    assert instance.notebook(notebook_id).active_revision_id is None
+    if step == "fingerprint":
+        assert job.revision_id is None, "a draft was started for a cancelled job"
+    else:
+        assert instance.read(lambda s: s.get(Revision, job.revision_id)).state == "cancelled"
+    if step in ("extract", "chunk"):
+        assert [m["status"] for m in steps.returned(f"ingest.{step}")] == ["cancelled", "cancelled"]
+    if step != "activate":
+        assert instance.chunk_count(job.revision_id) == 0, "a cancelled job stored chunks"
+
+
+@pytest.mark.parametrize(
+    ("step", "target"),
+    [
+        ("extract", "tasks.ingest.extract_read"),
+        ("chunk", "tasks.ingest.chunk_extraction"),
+        ("index", "storage.ingestion.record_result"),
+    ],
+)
+def test_a_step_that_raises_fails_its_source_not_the_job(
+    instance: Instance, monkeypatch: pytest.MonkeyPatch, step: str, target: str
+) -> None:
+    wrap(monkeypatch, target, raising_once(RuntimeError("boom")))
+    notebook_id, job = ingest(instance)
+
+    assert job.state == "succeeded", job.error
+    sources = sorted(instance.sources(job.revision_id), key=lambda s: s.state)
+    assert [s.state for s in sources] == ["available", "error"]
+    failed = sources[1]
+    assert (failed.error_code, failed.error) == ("STEP_FAILED", f"The {step} step failed: RuntimeError: boom")
+    assert instance.notebook(notebook_id).active_revision_id == job.revision_id
+
+
+def test_a_fingerprint_that_always_crashes_fails_the_job_after_max_attempts(
+    instance: Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Retried with a 2 s then 4 s countdown; the third crash is the last."""
+    plans: list[tuple[Any, ...]] = []
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        plans.append(args)
+        raise RuntimeError("planner down")
+
+    monkeypatch.setattr("tasks.ingest.plan", crash)
+    _, job = ingest(instance)
+
+    assert job.state == "failed"
+    max_attempts = instance.settings.job_max_attempts
+    assert max_attempts == 3  # what conftest sets: the countdowns above
+    assert (job.attempts, len(plans)) == (max_attempts, max_attempts)
+    assert job.error.startswith("STEP_FAILED") and "RuntimeError: planner down" in job.error, job.error
+
+
+def test_lease_recovery_gives_up_on_a_source_sent_max_attempts_times(
+    instance: Instance, steps: StepLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first source's index message is lost (its worker died); once that source was sent
+    GNOSI_JOB_MAX_ATTEMPTS times, the sweeper must end it in error and let the job activate,
+    not send it to the workers again."""
+    index = instance.celery.tasks["ingest.index"]
+    lost: list[str] = []
+
+    def lose_first(message: dict[str, Any], job_id: str) -> None:
+        if not lost:
+            lost.append(message["source_id"])
+            return None
+        return real_index(message, job_id)
+
+    real_index = index.run
+    monkeypatch.setattr(index, "run", lose_first)
+    notebook_id, job_id = instance.create_notebook(BOTH)
+    instance.wait_for(lambda: lost and instance.job(job_id).done == 1, "one source stored and the other's message lost")
+
+    def exhaust(session: Any) -> None:
+        session.get(Source, lost[0]).attempts = instance.settings.job_max_attempts
+        session.get(Job, job_id).lease_expires_at = utcnow() - timedelta(seconds=1)
+
+    instance.write(exhaust)
+    ran_before = len(steps.ran)
+    assert instance.celery.tasks["sweep_jobs"]() == 1
+    job = instance.wait_job_end(job_id)
+
+    assert job.state == "succeeded", job.error
+    given_up = instance.read(lambda s: s.get(Source, lost[0]))
+    assert (given_up.state, given_up.error_code) == ("error", ATTEMPTS_EXHAUSTED)
+    assert instance.notebook(notebook_id).active_revision_id == job.revision_id
+    assert "ingest.extract" not in [name for name, _ in steps.ran[ran_before:]]
