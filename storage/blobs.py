@@ -14,6 +14,7 @@ from pathlib import Path
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from storage.files import remove
 from storage.models import Source
 
 
@@ -46,13 +47,6 @@ class BlobStore:
 
     def delete_unreferenced(self, session: Session, hashes: set[str]) -> int:
         referenced = set(session.scalars(select(Source.content_hash).where(Source.content_hash.in_(hashes))))
-        removed = 0
-        for sha256 in hashes - referenced:
-            try:
-                self.path(sha256).unlink()
-                removed += 1
-            except FileNotFoundError:
-                pass
-        return removed
+        return remove(self.path(sha256) for sha256 in hashes - referenced)
 
 

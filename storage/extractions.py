@@ -17,7 +17,7 @@ from typing import IO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.files import receive
+from storage.files import receive, remove
 from storage.models import Source
 
 KEY = re.compile(r"[0-9a-f]{64}")
@@ -49,14 +49,7 @@ class ExtractionStore:
     def delete_unreferenced(self, session: Session, keys: set[str]) -> int:
         """Delete the entries of ``keys`` that no source row names any more."""
         referenced = set(session.scalars(select(Source.extraction_key).where(Source.extraction_key.in_(keys))))
-        removed = 0
-        for key in keys - referenced:
-            try:
-                self.path(key).unlink()
-                removed += 1
-            except FileNotFoundError:
-                pass
-        return removed
+        return remove(self.path(key) for key in keys - referenced)
 
     def delete_orphans(self, session: Session) -> int:
         """Delete entries older than ``ORPHAN_GRACE`` that no source row names."""

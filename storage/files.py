@@ -1,9 +1,10 @@
-"""Receiving an upload into a file that readers see whole or not at all."""
+"""Files of the instance's own stores: receiving an upload into a file that readers see whole or
+not at all, and removing files that may already be gone."""
 from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -38,3 +39,16 @@ def receive(
             raise
     os.replace(writer.name, target)
     return written
+
+
+def remove(paths: Iterable[Path]) -> int:
+    """Delete ``paths`` that exist; returns how many were deleted (another process may have
+    deleted some first)."""
+    removed = 0
+    for path in paths:
+        try:
+            path.unlink()
+            removed += 1
+        except FileNotFoundError:
+            pass
+    return removed

@@ -167,7 +167,7 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
         api.put_extraction(key, encode(extraction))
         _recent.clear()
         _recent[key] = extraction
-        log.info("source %s extracted: %d segments, cached as %s", source_id, len(extraction.segments), key)
+        log.info("extractor read source %s: %d segments, cached as %s", source_id, len(extraction.segments), key)
     return _extracted(source_id, key, read.meta)
 
 

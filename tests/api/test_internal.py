@@ -1,11 +1,13 @@
 """/internal: only the shared secret opens it, and evidence is taken only for a source still waiting
-for its result (late, repeated, cancelled or oversized uploads are refused and leave nothing)."""
+for its result (late, repeated, cancelled or oversized uploads are refused and leave nothing); the
+extraction cache takes and returns entries under well-formed keys and forgets orphans."""
 from __future__ import annotations
 
+import os
+import time
+import uuid
 from dataclasses import dataclass, replace
 from datetime import timedelta
-
-import uuid
 
 import numpy as np
 import pytest
@@ -13,7 +15,7 @@ import pytest
 from app.extensions import Services
 from pipeline import evidence_pack
 from storage import jobs, revisions
-from storage.models import Job, Notebook
+from storage.models import Job, Notebook, Source
 from support_api import create_notebook
 
 
@@ -133,3 +135,51 @@ def test_a_job_that_ended_takes_no_evidence_for_its_draft(world) -> None:
     response = put(world, draft, draft.pending)
     assert response.status_code == 404 and response.json["code"] == "SOURCE_NOT_FOUND"
     assert services_of(world).spool.job_ids() == []
+
+
+KEY = "0123456789abcdef" * 4
+
+
+def test_an_extraction_is_kept_and_read_back_with_the_secret_only(world) -> None:
+    path = f"/internal/extractions/{KEY}"
+    assert world.client.head(path, headers=secret(world)).status_code == 404
+    assert world.client.put(path, data=b"packed", headers=world.headers("alice")).status_code == 401
+    stored = world.client.put(path, data=b"packed", headers=secret(world))
+    assert stored.status_code == 201 and stored.json == {"key": KEY, "bytes": 6}
+    assert world.client.head(path, headers=secret(world)).status_code == 200
+    assert world.client.get(path, headers=secret(world)).data == b"packed"
+    assert world.client.get(path, headers=world.headers("alice")).status_code == 401
+
+
+@pytest.mark.parametrize("key", ["x" * 64, KEY[:-1], KEY.upper(), "..%2F" + KEY[5:]])
+def test_a_malformed_extraction_key_is_400(world, key: str) -> None:
+    for method in ("GET", "PUT"):
+        response = world.client.open(f"/internal/extractions/{key}", method=method, data=b"x", headers=secret(world))
+        assert response.status_code in (400, 404), (method, key)
+        assert response.json["code"] in ("EXTRACTION_KEY_INVALID", "NOT_FOUND"), response.json
+    assert not any(services_of(world).extractions.root.rglob("*"))
+
+
+def test_an_oversized_extraction_is_413_and_leaves_nothing(world) -> None:
+    services = services_of(world)
+    services.settings = replace(services.settings, evidence_max_bytes=1000)
+    response = world.client.put(f"/internal/extractions/{KEY}", data=b"x" * 1001, headers=secret(world))
+    assert response.status_code == 413 and response.json["code"] == "EXTRACTION_TOO_LARGE"
+    assert not any(services.extractions.root.rglob("*"))
+
+
+def test_cached_extractions_no_source_names_go_after_a_day(world) -> None:
+    """Entries of cancelled or failed jobs are never named by a source; a named one stays."""
+    services = services_of(world)
+    draft = running_draft(world)
+    named, orphan, fresh = KEY, "1" * 64, "2" * 64
+    for key in (named, orphan, fresh):
+        world.client.put(f"/internal/extractions/{key}", data=b"packed", headers=secret(world))
+    a_day_ago = time.time() - 86_400 - 60
+    for key in (named, orphan):
+        os.utime(services.extractions.path(key), (a_day_ago, a_day_ago))
+    with services.db.session() as session:
+        session.get(Source, draft.done).extraction_key = named
+    with services.db.reader() as session:
+        assert services.extractions.delete_orphans(session) == 1
+    assert [services.extractions.has(key) for key in (named, orphan, fresh)] == [True, False, True]

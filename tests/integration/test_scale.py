@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from support.live import Deployment, deployment
+from support.live import deployment
 from support.services import CORPUS, static_http_server
 from support.vault import VaultBuilder
 
@@ -19,29 +19,14 @@ SMALL_PDFS = [
 HTML_PAGES = ["wikipedia", "wikipedia-3", "ietf-1", "v8-blog", "google-sre-book-1", "qq"]
 
 
-def start_stateless_extractors(d: Deployment, tmp: Path, count: int) -> None:
-    """Extract workers that cannot see notebooks.sqlite3 or the vault: an empty LOCAL_DATA, another
-    working directory, and only the API's URL and shared secret."""
-    secret = (Path(d.env["LOCAL_DATA"]) / "system" / "internal-token").read_text().strip()
-    for i in range(count):
-        elsewhere = tmp / f"extract-{i}"
-        (elsewhere / "empty-local-data").mkdir(parents=True)
-        d.start_worker(
-            f"extract-{i}", "extract", cwd=elsewhere,
-            LOCAL_DATA=str(elsewhere / "empty-local-data"),
-            GNOSI_VAULT_PATH=str(elsewhere / "no-vault"),
-            GNOSI_INTERNAL_API_URL=d.api.http.base_url.__str__().rstrip("/"),
-            GNOSI_INTERNAL_TOKEN=secret,
-        )
-
-
 def test_two_stateless_extract_workers_ingest_one_notebook(tmp_path: Path) -> None:
     vault = VaultBuilder(tmp_path / "vault")
     ids = [vault.pdf_record(f"pdf-{i}", pdf) for i, pdf in enumerate(SMALL_PDFS)]
     with deployment(tmp_path, vault.root, vault.table_id) as d:
         d.start_web()
         d.start_worker("coordinator", "coordinator", beat=True)
-        start_stateless_extractors(d, tmp_path, 2)
+        for i in range(2):
+            d.start_stateless_extractor(f"extract-{i}")
         notebook_id = d.api.create(ids)
         detail = d.api.wait_for_job(notebook_id)
         assert detail["job"]["state"] == "succeeded"

@@ -20,6 +20,7 @@ import pytest
 from celery import Celery
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_postrun, task_prerun
+from celery.worker import WorkController
 from flask import Flask
 from flask.testing import FlaskClient
 from sqlalchemy import func, select
@@ -29,27 +30,28 @@ from app import create_app
 from app.config import Settings
 from storage import accounts
 from storage.db import Database
-from storage.models import Chunk, Job, Notebook, Source
 from storage.migrate import upgrade
+from storage.models import Chunk, Job, Notebook, Source
 from support.services import service_env
 from support.vault import VaultBuilder
 from tasks.celery_app import COORDINATOR, EXTRACT
 
 T = TypeVar("T")
 FINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
-MAX_ATTEMPTS = 3  # GNOSI_JOB_MAX_ATTEMPTS of every instance here: retries stay a few seconds long
+MAX_ATTEMPTS = 3  # GNOSI_JOB_MAX_ATTEMPTS unless a test sets its own
 DEADLINE_S = 60.0
 
 
-def wait_for(probe: Callable[[], T | None], what: str, timeout: float = DEADLINE_S) -> T:
-    """Poll ``probe`` until it returns something truthy; fail naming ``what`` at the deadline."""
+def wait_for(probe: Callable[[], T | None], what: str | Callable[[], str], timeout: float = DEADLINE_S) -> T:
+    """Poll ``probe`` until it returns something truthy; fail naming ``what`` at the deadline
+    (a callable ``what`` is asked then, to describe the state things were left in)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = probe()
         if found:
             return found
         time.sleep(0.05)
-    pytest.fail(f"timed out after {timeout}s waiting for {what}")
+    pytest.fail(f"timed out after {timeout}s waiting for {what() if callable(what) else what}")
 
 
 class _Forward:
@@ -78,6 +80,8 @@ class Lab:
 
 @dataclass
 class Instance:
+    """A running API instance with its worker, and the reads the tests make of its database."""
+
     app: Flask
     celery: Celery
     settings: Settings
@@ -85,8 +89,8 @@ class Instance:
     lab: Lab
 
     def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        return self.client.open(path, method=method, headers={"Authorization": f"Bearer {self.lab.tokens['alice']}"},
-                                **kwargs)
+        headers = {"Authorization": f"Bearer {self.lab.tokens['alice']}"}
+        return self.client.open(path, method=method, headers=headers, **kwargs)
 
     def create_notebook(self, resource_ids: list[str]) -> tuple[str, str]:
         """Create a notebook through the API (which queues its first job); (notebook id, job id)."""
@@ -116,15 +120,16 @@ class Instance:
         where = [Chunk.revision_id == revision_id] + ([Chunk.source_id == source_id] if source_id else [])
         return self.read(lambda s: s.scalar(select(func.count()).select_from(Chunk).where(*where)))
 
-    @staticmethod
-    def wait_for(probe: Callable[[], T | None], what: str, timeout: float = DEADLINE_S) -> T:
-        return wait_for(probe, what, timeout)
+    wait_for = staticmethod(wait_for)
 
     def wait_job_end(self, job_id: str, timeout: float = DEADLINE_S) -> Job:
         """The job once it reached a final state (a job left running fails the test at the deadline)."""
-        return wait_for(
-            lambda: (job := self.job(job_id)).state in FINAL_JOB_STATES and job, f"job {job_id} to end", timeout
-        )
+
+        def left() -> str:
+            job = self.job(job_id)
+            return f"job {job_id} to end; it is {job.state} after {job.attempts} attempt(s), {job.done}/{job.total} done"
+
+        return wait_for(lambda: (job := self.job(job_id)).state in FINAL_JOB_STATES and job, left, timeout)
 
 
 @contextmanager
@@ -137,8 +142,8 @@ def _instance(lab: Lab, env: dict[str, str]) -> Iterator[Instance]:
         environ.update(
             GNOSI_INTERNAL_API_URL=f"http://127.0.0.1:{server.server_port}",
             GNOSI_JOB_MAX_ATTEMPTS=str(MAX_ATTEMPTS),
-            **env,
         )
+        environ.update(env)
         settings = Settings.from_env(environ)
         settings.ensure_dirs()
         upgrade(settings.database_path)
@@ -154,12 +159,24 @@ def _instance(lab: Lab, env: dict[str, str]) -> Iterator[Instance]:
         celery.control.purge()  # the memory broker is process-wide: drop an earlier test's leftovers
         with start_worker(
             celery, pool="solo", perform_ping_check=False, queues=[COORDINATOR, EXTRACT], shutdown_timeout=60
-        ):
+        ) as worker:
+            _stop_quickly(worker)
             yield Instance(app, celery, settings, app.test_client(), lab)
-        app.extensions["gnosi"].db.dispose()
+        services = app.extensions["gnosi"]
+        if "internal_api" in vars(services):  # made on first use (a cached property)
+            services.internal_api.client.close()
+        services.db.dispose()
     finally:
         server.shutdown()
         server.server_close()
+
+
+def _stop_quickly(worker: WorkController) -> None:
+    """Celery's blocking loop waits up to 2 s for a message before it looks at the stop flag, and
+    its shutdown runs one more such wait: about 4 s per test for nothing. Cap that wait."""
+    connection = worker.consumer.connection
+    drain = connection.drain_events
+    connection.drain_events = lambda timeout=None, **kw: drain(timeout=min(timeout or 0.1, 0.1), **kw)
 
 
 @pytest.fixture

@@ -21,6 +21,8 @@ if TYPE_CHECKING:  # the fixtures' types; a conftest is not imported by tests
 
 STEPS = ("fingerprint", "extract", "chunk", "index", "activate")
 BOTH = ["dmca", "naacl"]
+# The work of each database-free step, which a cancelled job must not get.
+SOURCE_WORK = {"extract": "tasks.ingest.read_source", "chunk": "tasks.ingest.chunk_extraction"}
 Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -31,12 +33,27 @@ def wrap(monkeypatch: pytest.MonkeyPatch, target: str, make: Wrapper) -> None:
 
 
 def counting(calls: list[tuple[Any, ...]]) -> Wrapper:
+    """Record each call's arguments in ``calls``, then run the original."""
+
     def make(real: Callable[..., Any]) -> Callable[..., Any]:
         def counted(*args: Any, **kwargs: Any) -> Any:
             calls.append(args)
             return real(*args, **kwargs)
 
         return counted
+
+    return make
+
+
+def calling_first(action: Callable[[], None]) -> Wrapper:
+    """Run ``action`` in the caller's thread (the worker's), then the original."""
+
+    def make(real: Callable[..., Any]) -> Callable[..., Any]:
+        def preceded(*args: Any, **kwargs: Any) -> Any:
+            action()
+            return real(*args, **kwargs)
+
+        return preceded
 
     return make
 
@@ -131,12 +148,15 @@ def test_each_step_observes_a_cancel(
     """The cancel lands just before ``step`` runs. A queued job is cancelled by the request alone,
     so for the fingerprint step it lands after the claim, while the step plans its sources."""
     seen: list[str] = []
+    work: list[tuple[Any, ...]] = []  # what a source step did after the cancel: nothing, it must stop first
+    if step in SOURCE_WORK:
+        wrap(monkeypatch, SOURCE_WORK[step], counting(work))
 
     def cancel() -> None:
         seen.extend(cancel_active_jobs(instance))
 
     if step == "fingerprint":
-        wrap(monkeypatch, "tasks.ingest.plan", lambda real: lambda *a, **k: (cancel(), real(*a, **k))[1])
+        wrap(monkeypatch, "tasks.ingest.plan", calling_first(cancel))
     else:
         steps.before_next(f"ingest.{step}", cancel)
     notebook_id, job = ingest(instance)
@@ -150,9 +170,10 @@ def test_each_step_observes_a_cancel(
         assert job.revision_id is None, "a draft was started for a cancelled job"
     else:
         assert instance.read(lambda s: s.get(Revision, job.revision_id)).state == "cancelled"
-    if step in ("extract", "chunk"):
+    if step in SOURCE_WORK:
         assert [m["status"] for m in steps.returned(f"ingest.{step}")] == ["cancelled", "cancelled"]
-    if step != "activate":
+        assert work == [], f"the {step} step worked for a cancelled job"
+    if step in ("extract", "chunk", "index"):
         assert instance.chunk_count(job.revision_id) == 0, "a cancelled job stored chunks"
 
 
@@ -178,23 +199,35 @@ def test_a_step_that_raises_fails_its_source_not_the_job(
     assert instance.notebook(notebook_id).active_revision_id == job.revision_id
 
 
+@pytest.mark.parametrize("max_attempts", [3, 5])
 def test_a_fingerprint_that_always_crashes_fails_the_job_after_max_attempts(
-    instance: Instance, monkeypatch: pytest.MonkeyPatch
+    launch: Callable[..., Instance], monkeypatch: pytest.MonkeyPatch, max_attempts: int
 ) -> None:
-    """Retried with a 2 s then 4 s countdown; the third crash is the last."""
+    """Each crash is retried by Celery after 2**attempts s (up to 60) until GNOSI_JOB_MAX_ATTEMPTS;
+    5 is the default. The countdowns asked for are recorded and the waits shortened: what is under
+    test is that the step's own retries reach the last attempt (no sweeper runs here)."""
+    instance = launch(GNOSI_JOB_MAX_ATTEMPTS=str(max_attempts))
     plans: list[tuple[Any, ...]] = []
+    countdowns: list[float] = []
 
     def crash(*args: Any, **kwargs: Any) -> None:
         plans.append(args)
         raise RuntimeError("planner down")
 
-    monkeypatch.setattr("tasks.ingest.plan", crash)
-    _, job = ingest(instance)
+    fingerprint = instance.celery.tasks["ingest.fingerprint"]
+    real_retry = fingerprint.retry
 
-    assert job.state == "failed"
-    max_attempts = instance.settings.job_max_attempts
-    assert max_attempts == 3  # what conftest sets: the countdowns above
-    assert (job.attempts, len(plans)) == (max_attempts, max_attempts)
+    def quick_retry(*args: Any, countdown: float, **kwargs: Any) -> Any:
+        countdowns.append(countdown)
+        return real_retry(*args, countdown=0.05, **kwargs)
+
+    monkeypatch.setattr("tasks.ingest.plan", crash)
+    monkeypatch.setattr(fingerprint, "retry", quick_retry)
+    _, job_id = instance.create_notebook(BOTH)
+    job = instance.wait_job_end(job_id, timeout=20)
+
+    assert (job.state, job.attempts, len(plans)) == ("failed", max_attempts, max_attempts), job.error
+    assert countdowns == [2 ** attempt for attempt in range(1, max_attempts)]
     assert job.error.startswith("STEP_FAILED") and "RuntimeError: planner down" in job.error, job.error
 
 

@@ -8,7 +8,7 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
@@ -97,6 +97,11 @@ class Deployment:
         self.tmp = tmp
         self.env = service_env(tmp / "local-data", vault, table_id, broker_url)
         self.env.update(settings)
+        # The checkout whose packages the service's processes import: this one, or the one an
+        # explicit PYTHONPATH setting names (bench/ingest.py and bench/load.py measure an older
+        # worktree with this virtualenv). It is their working directory too, because `python -m`,
+        # gunicorn and celery put the working directory on sys.path ahead of PYTHONPATH.
+        self.code = Path(settings.get("PYTHONPATH") or REPO)
         self.env["GNOSI_PORT"] = str(free_port())
         self.token = add_user(self.env, "alice", "lab", "editor")
         self.workers: dict[str, subprocess.Popen] = {}
@@ -120,7 +125,7 @@ class Deployment:
         log = (self.tmp / "serve.log").open("ab")
         self.stack.callback(log.close)
         process = subprocess.Popen(
-            [GNOSI, "serve"], env=self.env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [GNOSI, "serve"], env=self.env, cwd=self.code, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.stack.callback(stop, process)
         self.web = process
@@ -130,7 +135,7 @@ class Deployment:
             raise RuntimeError((self.tmp / "serve.log").read_text(errors="replace")) from None
 
     def start_worker(self, name: str, queues: str = "coordinator,extract", *, beat: bool = False,
-                     concurrency: int = 1, cwd: Path = REPO, **env: str) -> subprocess.Popen:
+                     concurrency: int = 1, cwd: Path | None = None, **env: str) -> subprocess.Popen:
         """A real `celery worker` process in its own session (so a test can SIGKILL the group)."""
         log_path = self.tmp / f"worker-{name}.log"
         command = [
@@ -140,7 +145,7 @@ class Deployment:
         offset = log_path.stat().st_size if log_path.exists() else 0
         with log_path.open("ab") as log:
             process = subprocess.Popen(
-                command, env={**self.env, **env, "PYTHONPATH": str(REPO)}, cwd=cwd, stdout=log,
+                command, env={**self.env, **env, "PYTHONPATH": str(self.code)}, cwd=cwd or self.code, stdout=log,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )
         self.stack.callback(self.kill_worker, name)
@@ -151,6 +156,20 @@ class Deployment:
             time.sleep(0.2)
         self.workers[name] = process
         return process
+
+    def start_stateless_extractor(self, name: str) -> subprocess.Popen:
+        """An extract worker that cannot see notebooks.sqlite3 or the vault: an empty LOCAL_DATA,
+        another working directory, and only the API's URL and shared secret."""
+        secret = (Path(self.env["LOCAL_DATA"]) / "system" / "internal-token").read_text().strip()
+        elsewhere = self.tmp / name
+        (elsewhere / "empty-local-data").mkdir(parents=True, exist_ok=True)
+        return self.start_worker(
+            name, "extract", cwd=elsewhere,
+            LOCAL_DATA=str(elsewhere / "empty-local-data"),
+            GNOSI_VAULT_PATH=str(elsewhere / "no-vault"),
+            GNOSI_INTERNAL_API_URL=self.api.http.base_url.__str__().rstrip("/"),
+            GNOSI_INTERNAL_TOKEN=secret,
+        )
 
     def crash_web(self) -> None:
         """SIGKILL `gnosi serve` with everything it started (web workers, embedded Celery worker)."""
@@ -180,12 +199,19 @@ class Deployment:
             process.wait()
 
     def extract_calls(self) -> int:
-        """Extractor calls, counted from the workers' own logs of received extract tasks."""
+        """Extract steps run, counted from the workers' own logs of received extract tasks."""
+        return self._log_lines(lambda line: "Task ingest.extract[" in line and "received" in line)
+
+    def extractor_calls(self) -> int:
+        """Extractions actually made (the extract step logs each one; a cache hit makes none)."""
+        return self._log_lines(lambda line: "] extractor read source " in line)
+
+    def _log_lines(self, wanted: Callable[[str], bool]) -> int:
         return sum(
             1
             for path in self.tmp.glob("worker-*.log")
             for line in path.read_text(errors="replace").splitlines()
-            if "Task ingest.extract[" in line and "received" in line
+            if wanted(line)
         )
 
 
