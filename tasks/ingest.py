@@ -70,7 +70,7 @@ def retention() -> tuple[int, int]:
     return settings.completed_revision_retention, settings.audit_revision_retention
 
 
-@shared_task(name="ingest.fingerprint", bind=True)
+@shared_task(name="ingest.fingerprint", bind=True, max_retries=None)  # the job row counts attempts
 def fingerprint(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
     """Fingerprint the members' sources, start a draft revision, send the sources that need work.
 

@@ -127,7 +127,8 @@ class Instance:
 
         def left() -> str:
             job = self.job(job_id)
-            return f"job {job_id} to end; it is {job.state} after {job.attempts} attempt(s), {job.done}/{job.total} done"
+            progress = f"{job.attempts} attempt(s), {job.done}/{job.total} sources done"
+            return f"job {job_id} to end; it is {job.state} after {progress}"
 
         return wait_for(lambda: (job := self.job(job_id)).state in FINAL_JOB_STATES and job, left, timeout)
 

@@ -238,6 +238,7 @@ def test_lease_recovery_gives_up_on_a_source_sent_max_attempts_times(
     GNOSI_JOB_MAX_ATTEMPTS times, the sweeper must end it in error and let the job activate,
     not send it to the workers again."""
     index = instance.celery.tasks["ingest.index"]
+    real_index = index.run
     lost: list[str] = []
 
     def lose_first(message: dict[str, Any], job_id: str) -> None:
@@ -246,10 +247,9 @@ def test_lease_recovery_gives_up_on_a_source_sent_max_attempts_times(
             return None
         return real_index(message, job_id)
 
-    real_index = index.run
     monkeypatch.setattr(index, "run", lose_first)
     notebook_id, job_id = instance.create_notebook(BOTH)
-    instance.wait_for(lambda: lost and instance.job(job_id).done == 1, "one source stored and the other's message lost")
+    instance.wait_for(lambda: lost and instance.job(job_id).done == 1, "one source stored, the other's message lost")
 
     def exhaust(session: Any) -> None:
         session.get(Source, lost[0]).attempts = instance.settings.job_max_attempts
