@@ -17,8 +17,8 @@ pipeline caches extractions by content hash, so resources cycling over the same 
 then measure the cache, not the pipeline. The "extractions" column counts the extractions made.
 
 ``--code DIR`` (repeatable) runs every configuration also with the code of another checkout, e.g.
-the commit before a change (``git worktree add /work/wt-old 00b93eb``; it must live under /work so
-the support code finds /work/shared), with this checkout's virtualenv and support code: the
+the commit before a change (``git worktree add ../wt-old 00b93eb``: beside this checkout, so the
+support code finds the shared corpus), with this checkout's virtualenv and support code: the
 service's processes get ``PYTHONPATH=DIR`` and DIR as their working directory
 (tests/support/live.py), which puts DIR's packages ahead of the editable install. Each round runs
 each configuration with every code back to back, so a slow spell of a shared machine hits old and

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import mimetypes
 import zlib
 from dataclasses import astuple, dataclass
 from functools import cache
@@ -38,6 +39,11 @@ class ExtractInputs:
     mime: str | None
     url: str | None = None
     declared_charset: str | None = None
+
+
+def attachment_inputs(filename: str) -> ExtractInputs:
+    """What an extractor is told about an attachment: its name, and the MIME type that implies."""
+    return ExtractInputs(filename, mimetypes.guess_type(filename)[0])
 
 
 @cache

@@ -6,7 +6,6 @@ database, so extract workers scale out on machines that do not hold ``notebooks.
 """
 from __future__ import annotations
 
-import mimetypes
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -16,7 +15,7 @@ from urllib.parse import urlsplit
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.embedder import Embedder
 from pipeline.evidence_pack import Evidence, evidence_of
-from pipeline.extraction_cache import ExtractInputs
+from pipeline.extraction_cache import ExtractInputs, attachment_inputs
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
 from pipeline.fetch import FetchPolicy, fetch
@@ -89,7 +88,7 @@ def read_source(
     if ref.kind == "attachment":
         data, filename = read_attachment()
         content_hash = bytes_sha256(data)
-        inputs = ExtractInputs(filename, mimetypes.guess_type(filename)[0])
+        inputs = attachment_inputs(filename)
         return ReadSource(data, content_hash, inputs, {"content_hash": content_hash})
     fetched = fetch(ref.value, policy, etag=validators.get("etag"), last_modified=validators.get("last_modified"))
     web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}

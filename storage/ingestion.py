@@ -26,6 +26,9 @@ class ExtractOrder:
     ref: dict[str, Any]
     validators: dict[str, str]
     cached_extraction: dict[str, str] | None = None  # {"key", "content_hash"} of a cached extraction
+    # An attachment's content hash as fingerprinted, so the coordinator can look its extraction up.
+    content_hash: str | None = None
+    cache_checked: bool = False  # the coordinator found no cached extraction: the worker need not ask
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,8 @@ def start_revision(
             state="indexing",
         )
         source.attempts = 1
-        orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators), _cached(plan)))
+        content_hash = plan.fingerprint if plan.ref.kind == "attachment" else None
+        orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators), _cached(plan), content_hash))
     job.revision_id = revision.id
     job.total = len(orders)
     job.done = 0

@@ -45,11 +45,20 @@ def reason(step: str, err: BaseException) -> tuple[str, str]:
     return "STEP_FAILED", f"The {step} step failed: {type(err).__name__}: {err}"[:REASON_CHARS]
 
 
-def source_step(step: str) -> Callable[[SourceStep], SourceStep]:
+# What the internal API answers for a job that is not running (any request naming the job).
+STOPPED = ("JOB_CANCELLED", "JOB_NOT_RUNNING")
+
+
+def source_step(
+    step: str, *, reads_state_itself: Callable[[dict[str, Any]], bool] = lambda incoming: False
+) -> Callable[[SourceStep], SourceStep]:
     """Wrap a database-free per-source step ``run(incoming, job_id, *args) -> message``.
 
     ``incoming`` is the source's order or the previous step's message; a message that is already
-    an outcome (an error, a cancellation, an unchanged page) travels on untouched.
+    an outcome (an error, a cancellation, an unchanged page) travels on untouched. When
+    ``reads_state_itself(incoming)``, the step's first request to the API instance answers the
+    job's state (an attachment's bytes are refused for a job that is not running): the separate
+    round trip is saved.
     """
 
     def wrap(run: SourceStep) -> SourceStep:
@@ -59,13 +68,13 @@ def source_step(step: str) -> Callable[[SourceStep], SourceStep]:
             if incoming.get("status", "extracted") != "extracted":
                 return incoming
             try:
-                if services().internal_api.job_state(job_id) != "running":
+                if not reads_state_itself(incoming) and services().internal_api.job_state(job_id) != "running":
                     return SourceResult(source_id, "cancelled").to_message()
                 return run(incoming, job_id, *args)
             except InternalApiUnavailable:
                 raise
             except Exception as err:  # noqa: BLE001 (the contract: every failure becomes the source's error)
-                if isinstance(err, PipelineError) and err.code == "JOB_CANCELLED":
+                if isinstance(err, PipelineError) and err.code in STOPPED:
                     return SourceResult(source_id, "cancelled").to_message()
                 if not isinstance(err, PipelineError):
                     log.exception("the %s step failed on source %s", step, source_id)

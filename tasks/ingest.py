@@ -17,8 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import timedelta
+from pathlib import PurePosixPath
 from typing import Any
 
 from celery import chain, shared_task
@@ -28,7 +29,7 @@ from app.services.current_sources import plan
 from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
 from pipeline.chunker import ChunkSettings
-from pipeline.extraction_cache import decode, encode, extraction_key
+from pipeline.extraction_cache import attachment_inputs, decode, encode, extraction_key
 from pipeline.planning import unchanged
 from pipeline.source_processing import SourceResult, Unchanged, chunk_extraction, extract_read, read_source
 from pipeline.types import Extraction, PipelineError, SourceRef
@@ -131,9 +132,23 @@ def _fingerprint(job_id: str, owner: str) -> None:
 def send_orders(job_id: str, orders: list[ExtractOrder]) -> None:
     """Send the orders; with none left, the job only waits for its activation."""
     if orders:
-        dispatch_orders(job_id, orders)
+        dispatch_orders(job_id, [_look_up_cache(order) for order in orders])
     else:
         activate.delay(job_id)
+
+
+def _look_up_cache(order: ExtractOrder) -> ExtractOrder:
+    """Answer an attachment's cache question here, beside the cache (a file's existence), so the
+    extract worker neither asks over HTTP nor, when the same bytes were read before (another
+    record, another notebook), reads them at all."""
+    if order.content_hash is None or order.cached_extraction is not None:
+        return order
+    svc = services()
+    inputs = attachment_inputs(PurePosixPath(order.ref["value"]).name)
+    key = extraction_key(order.content_hash, inputs, svc.settings.extract_limits)
+    if svc.extractions.has(key):
+        return replace(order, cached_extraction={"key": key, "content_hash": order.content_hash})
+    return replace(order, cache_checked=True)
 
 
 # The last extraction this process made: the chunk step that follows usually runs in the same
@@ -141,8 +156,12 @@ def send_orders(job_id: str, orders: list[ExtractOrder]) -> None:
 _recent: dict[str, Extraction] = {}
 
 
+def _fetches_its_attachment(order: dict[str, Any]) -> bool:
+    return order["ref"]["kind"] == "attachment" and not order.get("cached_extraction")
+
+
 @shared_task(name="ingest.extract", **_API_RETRY)
-@source_step("extract")
+@source_step("extract", reads_state_itself=_fetches_its_attachment)
 def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     """Read a source's bytes through the API instance (attachments) or the network (URLs: the
     conditional fetch is where a page's fingerprint is taken) and extract them unless the cache
@@ -162,7 +181,8 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     if isinstance(read, Unchanged):
         return SourceResult(source_id, "not_modified", meta=read.meta).to_message()
     key = extraction_key(read.content_hash, read.inputs, limits)
-    if not api.has_extraction(key):
+    known_missing = order.get("cache_checked") and read.content_hash == order.get("content_hash")
+    if known_missing or not api.has_extraction(key):
         extraction = extract_read(read, limits)
         api.put_extraction(key, encode(extraction))
         _recent.clear()

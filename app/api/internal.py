@@ -56,6 +56,8 @@ def source_content(source_id: str):  # type: ignore[no-untyped-def]
         job = jobs.get(session, request.args.get("job", ""))
         if job is not None and job.state in ("cancelling", "cancelled"):
             raise ApiError(409, "JOB_CANCELLED", "The job of this source was cancelled.")
+        if job is not None and job.state != "running":
+            raise ApiError(409, "JOB_NOT_RUNNING", "The job of this source has ended.")
         rel_path = source.value
     path = resolve_attachment(svc.settings.vault_path, rel_path)
     size = path.stat().st_size

@@ -22,7 +22,9 @@ if TYPE_CHECKING:  # the fixtures' types; a conftest is not imported by tests
 STEPS = ("fingerprint", "extract", "chunk", "index", "activate")
 BOTH = ["dmca", "naacl"]
 # The work of each database-free step, which a cancelled job must not get.
-SOURCE_WORK = {"extract": "tasks.ingest.read_source", "chunk": "tasks.ingest.chunk_extraction"}
+# The work a source step must not do for a cancelled job. Asking for an attachment's bytes is how
+# the extract step reads the job's state (they are refused for a job that is not running).
+SOURCE_WORK = {"extract": "tasks.ingest.extract_read", "chunk": "tasks.ingest.chunk_extraction"}
 Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -265,3 +267,36 @@ def test_lease_recovery_gives_up_on_a_source_sent_max_attempts_times(
     assert (given_up.state, given_up.error_code) == ("error", ATTEMPTS_EXHAUSTED)
     assert instance.notebook(notebook_id).active_revision_id == job.revision_id
     assert "ingest.extract" not in [name for name, _ in steps.ran[ran_before:]]
+
+
+def test_a_job_whose_worker_died_at_every_attempt_ends_failed(
+    instance: Instance, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed while fingerprinting raises nothing: its job stays running until its lease
+    expires and the sweeper sends it again, which counts an attempt. Past GNOSI_JOB_MAX_ATTEMPTS
+    the next claim ends the job failed with the reason instead of planning once more."""
+    fingerprint = instance.celery.tasks["ingest.fingerprint"]
+    real_fingerprint = fingerprint.run
+    dropped: list[str] = []
+
+    def die_once(job_id: str) -> None:
+        if not dropped:
+            dropped.append(job_id)
+            return None
+        return real_fingerprint(job_id)
+
+    monkeypatch.setattr(fingerprint, "run", die_once)
+    _, job_id = instance.create_notebook(BOTH)
+    instance.wait_for(lambda: dropped, "the first fingerprint message to be taken")
+
+    def died_every_time(session: Any) -> None:
+        job = session.get(Job, job_id)
+        job.state, job.attempts = "running", instance.settings.job_max_attempts
+        job.lease_expires_at = utcnow() - timedelta(seconds=1)
+
+    instance.write(died_every_time)
+    assert instance.celery.tasks["sweep_jobs"]() == 1
+    job = instance.wait_job_end(job_id)
+
+    assert (job.state, job.attempts) == ("failed", instance.settings.job_max_attempts + 1)
+    assert job.error.startswith(f"{ATTEMPTS_EXHAUSTED}: ") and "GNOSI_JOB_MAX_ATTEMPTS" in job.error, job.error
