@@ -183,3 +183,13 @@ def test_cached_extractions_no_source_names_go_after_a_day(world) -> None:
     with services.db.reader() as session:
         assert services.extractions.delete_orphans(session) == 1
     assert [services.extractions.has(key) for key in (named, orphan, fresh)] == [True, False, True]
+
+
+@pytest.mark.parametrize(("state", "code"), [("cancelling", "JOB_CANCELLED"), ("succeeded", "JOB_NOT_RUNNING")])
+def test_an_attachment_is_refused_to_a_job_that_is_not_running(world, state: str, code: str) -> None:
+    """Fetching the bytes is the extract step's read of its job's state: no separate round trip."""
+    draft = running_draft(world)
+    with services_of(world).db.session() as session:
+        session.get(Job, draft.job_id).state = state
+    response = world.client.get(f"/internal/sources/{draft.pending}/content?job={draft.job_id}", headers=secret(world))
+    assert response.status_code == 409 and response.json["code"] == code
