@@ -14,7 +14,7 @@ from storage import accounts, sessions
 from storage.db import Database
 from storage.migrate import upgrade as migrate_upgrade
 from storage.scope import ROLES
-from tasks.celery_app import COORDINATOR, EXTRACT
+from tasks.celery_app import ALL_QUEUES
 
 FIRST_USER = "admin"
 FIRST_WORKSPACE = "default"
@@ -164,7 +164,8 @@ def _first_run_account(settings: Settings) -> None:
 
 
 @main.command(context_settings={"ignore_unknown_options": True})
-@click.option("-Q", "--queues", default=f"{COORDINATOR},{EXTRACT}", show_default=True)
+@click.option("-Q", "--queues", default=",".join(ALL_QUEUES), show_default=True,
+              help="coordinator: database steps; extract,chunk: an extract worker (no database).")
 @click.option("-c", "--concurrency", default=2, show_default=True)
 @click.option("-B", "--beat", is_flag=True, help="Also run the job sweeper schedule (one worker only).")
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)

@@ -27,7 +27,7 @@ from pipeline.parent_death import die_with_parent
 from storage import jobs
 from storage.db import Database
 from storage.models import utcnow
-from tasks.celery_app import COORDINATOR, EXTRACT
+from tasks.celery_app import ALL_QUEUES, ROLE_QUEUES
 
 
 # gunicorn's gevent worker reads every request head (request line and headers) under its
@@ -103,9 +103,10 @@ def worker_command(
 
 
 def role_of(queues: str) -> str:
-    """The queue a worker serves, or ``worker`` for one that serves several."""
+    """The role whose queues a worker serves, the one queue it serves, or ``worker``."""
     names = {name.strip() for name in queues.split(",") if name.strip()}
-    return names.pop() if len(names) == 1 else "worker"
+    role = next((role for role, served in ROLE_QUEUES.items() if names == set(served)), None)
+    return role or (names.pop() if len(names) == 1 else "worker")
 
 
 def prepare_embedded_broker(celery_app: Celery) -> None:
@@ -140,7 +141,7 @@ def start_embedded_worker(concurrency: int, beat_lock: InstanceLock) -> subproce
     must not keep it: gunicorn forks the web worker after this, and a web worker finishing its
     requests after a SIGKILLed serve would refuse the restart for nothing.
     """
-    command = worker_command(f"{COORDINATOR},{EXTRACT}", concurrency, beat=True, node=f"{EMBEDDED_NODE}@%h")
+    command = worker_command(",".join(ALL_QUEUES), concurrency, beat=True, node=f"{EMBEDDED_NODE}@%h")
     dies_with_serve = functools.partial(die_with_parent, os.getpid())
     worker = subprocess.Popen(command, pass_fds=(beat_lock.fd,), preexec_fn=dies_with_serve)
     beat_lock.describe(f"gnosi serve (pid {os.getpid()}) and its embedded worker (pid {worker.pid})")

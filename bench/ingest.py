@@ -162,10 +162,10 @@ def start(d: Deployment, config: Config) -> tuple[dict[str, list[int]], list[int
     if config.layout == EMBEDDED:
         return {"serve": [d.web.pid]}, [embedded_worker(d)]
     if config.layout == SHARED:
-        workers = [d.start_worker(f"worker-{i}", "coordinator,extract", beat=i == 0).pid for i in range(config.workers)]
+        workers = [d.start_worker(f"worker-{i}", "coordinator,extract,chunk", beat=i == 0).pid for i in range(config.workers)]
         return {"web": [d.web.pid], "workers": workers}, workers
     coordinator = d.start_worker("coordinator", "coordinator", beat=True).pid
-    extractors = [d.start_worker(f"extract-{i}", "extract").pid for i in range(config.workers)]
+    extractors = [d.start_worker(f"extract-{i}", "extract,chunk").pid for i in range(config.workers)]
     return {"web": [d.web.pid], "coordinator": [coordinator], "extract": extractors}, extractors
 
 

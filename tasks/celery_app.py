@@ -13,6 +13,14 @@ from app.config import Settings
 
 COORDINATOR = "coordinator"
 EXTRACT = "extract"
+# Its own queue so that a worker serving both takes a source's chunk step before the next
+# extraction (Redis and the embedded broker both take turns between a worker's queues): in one
+# queue, every chunk message waited behind every extract order sent before it, so nothing was
+# indexed until all sources were extracted and a core stood idle meanwhile (docs/decisions/0008).
+CHUNK = "chunk"
+# The queues of a worker of each role: an extract worker reads and chunks sources.
+ROLE_QUEUES = {COORDINATOR: (COORDINATOR,), EXTRACT: (EXTRACT, CHUNK)}
+ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK)
 
 # kombu's SQLAlchemy transport polls every second by default; 50 ms keeps the embedded
 # broker's round trip near 75 ms (measured in STACK.md). It is a class attribute, not an option.
@@ -31,8 +39,8 @@ def celery_config(settings: Settings) -> dict:
         "task_reject_on_worker_lost": True,
         "worker_prefetch_multiplier": 1,
         "task_default_queue": COORDINATOR,
-        "task_queues": (Queue(COORDINATOR), Queue(EXTRACT)),
-        "task_routes": {"ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": EXTRACT}},
+        "task_queues": tuple(Queue(name) for name in ALL_QUEUES),
+        "task_routes": {"ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": CHUNK}},
         "worker_hijack_root_logger": False,
         "beat_schedule": {
             "sweep-jobs": {"task": "sweep_jobs", "schedule": float(settings.sweep_interval_seconds)},

@@ -137,7 +137,7 @@ def test_lost_evidence_packs_are_extracted_again_and_the_spool_empties(tmp_path:
         while queue.llen("extract") < 3 and time.monotonic() < deadline:  # all orders sent, none taken
             time.sleep(0.1)
         d.kill_worker("coordinator", signal.SIGKILL)
-        d.start_worker("extract", "extract")
+        d.start_worker("extract", "extract,chunk")
         deadline = time.monotonic() + 120
         while len(list(spool.rglob("*.pack"))) < 3 and time.monotonic() < deadline:
             time.sleep(0.2)

@@ -35,9 +35,9 @@ def test_flower_needs_a_password_and_shows_role_named_workers_and_tasks(tmp_path
         workers: list[subprocess.Popen] = []
         try:
             d.start_web()
-            for queue in ("coordinator", "extract"):
+            for queues in ("coordinator", "extract,chunk"):
                 workers.append(subprocess.Popen(
-                    [GNOSI, "worker", "-Q", queue, "-c", "1"], env=d.env, cwd=REPO,
+                    [GNOSI, "worker", "-Q", queues, "-c", "1"], env=d.env, cwd=REPO,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 ))
             wait_for_port(port, timeout=60)

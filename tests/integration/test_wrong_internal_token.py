@@ -27,7 +27,7 @@ def test_a_worker_with_a_wrong_internal_token_errors_its_sources_and_the_job_end
         with deployment(tmp_path, vault.root, vault.table_id) as d:
             d.start_web()
             d.start_worker("coordinator", "coordinator")
-            d.start_worker("extract", "extract", GNOSI_INTERNAL_TOKEN="not-the-shared-secret")
+            d.start_worker("extract", "extract,chunk", GNOSI_INTERNAL_TOKEN="not-the-shared-secret")
             notebook_id = d.api.create(["dmca", "page"])
             detail = d.api.wait_for_job(notebook_id, timeout=90)  # the lease is 300 s
             assert detail["job"]["state"] == "succeeded", detail

@@ -3,7 +3,7 @@
 One ``Instance`` is the real Flask app on a real migrated SQLite database under ``tmp_path``,
 served over real HTTP on 127.0.0.1 (the extract steps reach it through the internal API as a
 remote extract worker would), with Celery's own embedded test worker (``start_worker``) consuming
-both queues from the ``memory://`` broker in a thread of this process. Tasks therefore run in this
+every queue from the ``memory://`` broker in a thread of this process. Tasks therefore run in this
 process, so ``monkeypatch`` reaches them, and each test drives the real five-step chain.
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ from storage.migrate import upgrade
 from storage.models import Chunk, Job, Notebook, Source
 from support.services import service_env
 from support.vault import VaultBuilder
-from tasks.celery_app import COORDINATOR, EXTRACT
+from tasks.celery_app import ALL_QUEUES
 
 T = TypeVar("T")
 FINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
@@ -159,7 +159,7 @@ def _instance(lab: Lab, env: dict[str, str]) -> Iterator[Instance]:
         celery.conf.broker_transport_options = {"polling_interval": 0.01}
         celery.control.purge()  # the memory broker is process-wide: drop an earlier test's leftovers
         with start_worker(
-            celery, pool="solo", perform_ping_check=False, queues=[COORDINATOR, EXTRACT], shutdown_timeout=60
+            celery, pool="solo", perform_ping_check=False, queues=list(ALL_QUEUES), shutdown_timeout=60
         ) as worker:
             _stop_quickly(worker)
             yield Instance(app, celery, settings, app.test_client(), lab)

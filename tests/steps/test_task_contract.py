@@ -17,7 +17,7 @@ from storage.ingestion import ATTEMPTS_EXHAUSTED
 from storage.models import Job, Notebook, Revision, Source, utcnow
 
 if TYPE_CHECKING:  # the fixtures' types; a conftest is not imported by tests
-    from steps.conftest import Instance, StepLog
+    from steps.conftest import Instance, Lab, StepLog
 
 STEPS = ("fingerprint", "extract", "chunk", "index", "activate")
 BOTH = ["dmca", "naacl"]
@@ -96,13 +96,13 @@ def cancel_active_jobs(instance: Instance) -> list[str]:
 
 
 def test_steps_are_registered_and_routed(instance: Instance) -> None:
-    """Extract workers consume only ``extract`` and hold no database: only the two database-free
-    steps may be routed there."""
+    """Extract workers consume only ``extract`` and ``chunk`` and hold no database: only the two
+    database-free steps may be routed there."""
     assert {f"ingest.{step}" for step in STEPS} <= set(instance.celery.tasks)
     route = instance.celery.amqp.router.route
     queues = {step: route({}, f"ingest.{step}")["queue"].name for step in STEPS}
     assert queues == {
-        "fingerprint": "coordinator", "extract": "extract", "chunk": "extract",
+        "fingerprint": "coordinator", "extract": "extract", "chunk": "chunk",
         "index": "coordinator", "activate": "coordinator",
     }
 
@@ -115,6 +115,20 @@ def test_two_pdfs_ingest_end_to_end(instance: Instance) -> None:
     assert sorted(s.resource_id for s in sources) == BOTH
     assert [s.state for s in sources] == ["available", "available"]
     assert all(instance.chunk_count(job.revision_id, s.id) > 0 for s in sources)
+
+
+def test_a_worker_chunks_each_source_before_it_extracts_the_next(
+    lab: Lab, launch: Callable[..., Instance], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chunk step has its own queue. In the extract queue every chunk message waited behind
+    every extract order sent before it: nothing was indexed until all sources were extracted."""
+    lab.vault.pdf_record("tracemonkey", "tracemonkey.pdf", title="Trace trees")
+    steps: list[str] = []
+    for step, target in SOURCE_WORK.items():
+        wrap(monkeypatch, target, calling_first(lambda step=step: steps.append(step)))
+    _, job = ingest(launch(), [*BOTH, "tracemonkey"])
+    assert job.state == "succeeded", job.error
+    assert steps == ["extract", "chunk"] * 3
 
 
 def test_a_new_chunking_recipe_rechunks_without_extracting(

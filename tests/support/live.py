@@ -134,7 +134,7 @@ class Deployment:
         except TimeoutError:
             raise RuntimeError((self.tmp / "serve.log").read_text(errors="replace")) from None
 
-    def start_worker(self, name: str, queues: str = "coordinator,extract", *, beat: bool = False,
+    def start_worker(self, name: str, queues: str = "coordinator,extract,chunk", *, beat: bool = False,
                      concurrency: int = 1, cwd: Path | None = None, **env: str) -> subprocess.Popen:
         """A real `celery worker` process in its own session (so a test can SIGKILL the group)."""
         log_path = self.tmp / f"worker-{name}.log"
@@ -164,7 +164,7 @@ class Deployment:
         elsewhere = self.tmp / name
         (elsewhere / "empty-local-data").mkdir(parents=True, exist_ok=True)
         return self.start_worker(
-            name, "extract", cwd=elsewhere,
+            name, "extract,chunk", cwd=elsewhere,
             LOCAL_DATA=str(elsewhere / "empty-local-data"),
             GNOSI_VAULT_PATH=str(elsewhere / "no-vault"),
             GNOSI_INTERNAL_API_URL=self.api.http.base_url.__str__().rstrip("/"),
