@@ -116,6 +116,17 @@ def _unchanged(
     return PlannedSource(ref, "extract", fingerprint, prev, cached_extraction=prev.extraction_key, **stat)
 
 
+def touched(plans: Iterable[PlannedSource]) -> list[PlannedSource]:
+    """Reused attachments whose file was touched (size or mtime moved, bytes unchanged). Their
+    new stat must be remembered: the next check compares with it and would otherwise hash the
+    file again, at every opening and question, forever."""
+    return [
+        p for p in plans
+        if p.action == "reuse" and p.ref.kind == "attachment" and p.previous is not None and p.file_size is not None
+        and (p.previous.file_size, p.previous.file_mtime_ns) != (p.file_size, p.file_mtime_ns)
+    ]
+
+
 def _validators(prev: PreviousSource) -> dict[str, str]:
     """What a conditional re-fetch sends (ETag, Last-Modified) or compares (the body's hash)."""
     pairs = (("etag", prev.etag), ("last_modified", prev.last_modified), ("content_hash", prev.content_hash))

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay
+from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay, touched
 from pipeline.source_processing import SourceResult
 from pipeline.types import SourceRef
 from storage import jobs, notebooks, retention, revisions
@@ -315,6 +315,17 @@ def cancel(session: Session, job: Job) -> None:
         if revision is not None and revision.state == "draft":
             revisions.abandon(session, revision, "cancelled")
     jobs.transition(session, job.id, ("cancelling",), "cancelled")
+
+
+def remember_stats(session: Session, plans: list[PlannedSource]) -> None:
+    """Store the observed stat of touched, unchanged attachments on the sources they reuse
+    (``pipeline.planning.touched``): metadata of the observation, not of the content, so the
+    active revision's rows may take it."""
+    for plan in touched(plans):
+        assert plan.previous is not None
+        source = session.get(Source, plan.previous.source_id)
+        if source is not None:
+            source.file_size, source.file_mtime_ns = plan.file_size, plan.file_mtime_ns
 
 
 def finish_unchanged(session: Session, job: Job, notebook: Notebook) -> Finish:

@@ -109,7 +109,7 @@ def chunk_rows(session: Session, source: Source) -> CopiedChunks:
     pairs = session.execute(
         select(Chunk, ChunkVector)
         .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
-        .where(Chunk.source_id == source.id)
+        .where(Chunk.revision_id == source.revision_id, Chunk.source_id == source.id)  # ix_chunks_revision_source
         .order_by(Chunk.ordinal)
     ).all()
     return CopiedChunks(

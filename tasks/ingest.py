@@ -122,6 +122,7 @@ def _fingerprint(job_id: str, owner: str) -> None:
         if job is None:
             return
         notebook = session.get(Notebook, job.notebook_id)
+        ingestion.remember_stats(session, plans)  # before reused sources are copied, so copies have it too
         if unchanged(plans, previous) and notebook.active_revision_id:
             after_finish(ingestion.finish_unchanged(session, job, notebook))
             return

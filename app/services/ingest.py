@@ -8,7 +8,7 @@ from kombu.exceptions import KombuError
 
 from app.extensions import Services
 from app.services.current_sources import plan
-from pipeline.planning import unchanged
+from pipeline.planning import touched, unchanged
 from storage import ingestion, jobs, notebooks
 from storage.models import Job, Notebook, utcnow
 from tasks.ingest import dispatch_ingest
@@ -30,7 +30,11 @@ def _nothing_changed(svc: Services, notebook_id: str, *, honour_backoff: bool) -
         waiting = notebooks.backed_off(session, notebook, utcnow()) if honour_backoff else set()
         member_ids = [m for m in notebooks.member_ids(session, notebook) if m not in waiting]
         previous = {k: p for k, p in ingestion.previous_sources(session, notebook).items() if k[0] not in waiting}
-    return unchanged(plan(svc, notebook, member_ids, previous), previous)
+    plans = plan(svc, notebook, member_ids, previous)
+    if touched(plans):
+        with svc.db.session() as session:
+            ingestion.remember_stats(session, plans)
+    return unchanged(plans, previous)
 
 
 def request_ingest(

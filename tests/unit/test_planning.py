@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from pipeline.planning import Observed, PreviousSource, key_of, plan_sources, unchanged
+from pipeline.planning import Observed, PreviousSource, key_of, plan_sources, touched, unchanged
 from pipeline.types import SourceRef
 
 NOW = datetime(2026, 11, 29, 12, 0, 0)
@@ -76,3 +76,12 @@ def test_a_new_chunking_recipe_chunks_again_from_the_cached_extraction() -> None
     assert [p.action for p in plans] == ["extract"] * 3 and not unchanged(plans, prev)
     assert [p.cached_extraction for p in plans] == ["e-r1", "e-r2", None]
     assert plans[2].validators == {}  # a 304 would keep the old chunks: fetched in full, found in the cache by its hash
+
+
+def test_a_touched_attachment_is_reused_and_its_new_stat_reported() -> None:
+    prev = previous(PDF, file_size=10, file_mtime_ns=1)
+    same = plan([Observed(PDF, "f1", 10, 1)], prev)
+    moved = plan([Observed(PDF, "f1", 10, 2)], prev)
+    edited = plan([Observed(PDF, "f2", 11, 2)], prev)
+    assert touched(same) == [] and touched(edited) == []
+    assert [(p.action, p.file_mtime_ns) for p in touched(moved)] == [("reuse", 2)] and unchanged(moved, prev)
