@@ -142,7 +142,11 @@ class Settings:
 
     @property
     def celery_broker_url(self) -> str:
-        return self.broker_url or f"sqla+sqlite:///{self.system_dir / 'broker.sqlite3'}"
+        return self.broker_url or f"sqla+sqlite:///{self.embedded_broker_path}"
+
+    @property
+    def embedded_broker_path(self) -> Path:
+        return self.system_dir / "broker.sqlite3"
 
     @property
     def vault_hash(self) -> str:

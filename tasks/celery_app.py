@@ -5,6 +5,10 @@ Each task runs inside the Flask app context, so it reaches settings and storage 
 """
 from __future__ import annotations
 
+import functools
+import sqlite3
+from pathlib import Path
+
 from celery import Celery, Task
 from flask import Flask
 from kombu import Queue
@@ -27,8 +31,30 @@ ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK)
 EMBEDDED_POLLING_SECONDS = 0.05
 
 
+def embedded_broker_connection(path: Path) -> sqlite3.Connection:
+    """A connection to the embedded broker's file in WAL mode with ``synchronous=NORMAL``.
+
+    kombu's SQLite transport commits every publish and every delivery; in SQLite's default
+    rollback journal with full sync each of those commits waits on the disk two or three times
+    (0.7 ms measured here, against 0.02 ms). With NORMAL a commit survives a crash of the process,
+    and only an operating-system crash can lose the last ones: what a lost message carried is
+    sent again from the job rows in notebooks.sqlite3 (the sweeper), like any message lost with a
+    worker.
+    """
+    connection = sqlite3.connect(path)
+    connection.execute("PRAGMA journal_mode=WAL")
+    connection.execute("PRAGMA synchronous=NORMAL")
+    return connection
+
+
 def celery_config(settings: Settings) -> dict:
+    embedded: dict = {}
+    if settings.embedded:  # kombu passes the transport options to SQLAlchemy's create_engine
+        embedded["broker_transport_options"] = {
+            "creator": functools.partial(embedded_broker_connection, settings.embedded_broker_path),
+        }
     return {
+        **embedded,
         "broker_url": settings.celery_broker_url,
         "broker_connection_retry_on_startup": True,
         "task_ignore_result": True,

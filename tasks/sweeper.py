@@ -47,7 +47,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     for job_id in restart:
         dispatch_ingest(job_id)
     if svc.settings.embedded:
-        purge_consumed(svc.settings.system_dir / "broker.sqlite3")
+        purge_consumed(svc.settings.embedded_broker_path)
     try:
         _discard_finished_packs()
         with svc.db.reader() as session:

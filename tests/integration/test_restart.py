@@ -129,6 +129,7 @@ def test_d_a_queued_job_whose_message_died_with_the_worker_starts_at_the_restart
         assert d.query("SELECT state FROM jobs WHERE notebook_id = ?", notebook_id) == [("queued",)]
         broker = Path(d.env["LOCAL_DATA"]) / "system" / "broker.sqlite3"
         with sqlite3.connect(broker) as conn:  # what kombu does to a message a worker takes
+            assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)  # tasks.celery_app
             assert conn.execute("UPDATE kombu_message SET visible = 0 WHERE visible = 1").rowcount >= 1
 
         d.start_web()
