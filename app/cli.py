@@ -1,9 +1,11 @@
-"""The `gnosi` command line: serve, worker, db upgrade, user add."""
+"""The `gnosi` command line: serve, worker, flower, db upgrade, backup, restore, user."""
 from __future__ import annotations
 
 import importlib.util
 import os
 import sys
+from datetime import UTC, datetime
+from pathlib import Path
 
 import click
 
@@ -12,6 +14,8 @@ from app.instance_lock import InstanceLock, LockHeld, beat_lock
 from app.scaffold import scaffold_vault
 from storage import accounts, sessions
 from storage.db import Database
+from storage.backup import BackupError, Manifest, backup, restore
+from storage.migrate import current_revision, head
 from storage.migrate import upgrade as migrate_upgrade
 from storage.scope import ROLES
 from tasks.celery_app import ALL_QUEUES
@@ -36,11 +40,60 @@ def db() -> None:
 
 @db.command("upgrade")
 def db_upgrade() -> None:
-    """Apply every Alembic migration to LOCAL_DATA/system/notebooks.sqlite3."""
+    """Apply every Alembic migration to LOCAL_DATA/system/notebooks.sqlite3 (after a backup)."""
     settings = Settings.from_env()
     settings.ensure_dirs()
-    migrate_upgrade(settings.database_path)
+    upgrade_database(settings)
     click.echo(f"database at {settings.database_path} is up to date")
+
+
+def upgrade_database(settings: Settings) -> None:
+    """Migrate the database, first backing up an existing one that a migration will change, into
+    LOCAL_DATA/backups (blobs and cached extractions are hard links there: no copy, no space)."""
+    database = settings.database_path
+    found = current_revision(database) if database.is_file() else None
+    if found is not None and found != head():
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        target = settings.local_data / "backups" / f"{stamp}-before-schema-{head()}"
+        _report("backed up before the upgrade", target, _backup_or_exit(settings, target))
+    migrate_upgrade(database)
+
+
+@main.command("backup")
+@click.argument("path", type=click.Path(path_type=Path))
+def backup_command(path: Path) -> None:
+    """Back up LOCAL_DATA into PATH (new or empty) while the service runs: the database, secrets,
+    kept attachment bytes and cached extractions, with a manifest of checksums."""
+    _report("backed up", path, _backup_or_exit(Settings.from_env(), path))
+
+
+@main.command("restore")
+@click.argument("path", type=click.Path(path_type=Path, exists=True, file_okay=False))
+def restore_command(path: Path) -> None:
+    """Restore the backup at PATH into LOCAL_DATA, which must hold no database yet; every file is
+    checked first, and a database from an older schema is upgraded."""
+    settings = Settings.from_env()
+    settings.ensure_dirs()
+    try:
+        manifest = restore(path, settings.local_data)
+    except BackupError as err:
+        raise click.ClickException(f"{err.code}: {err.message}") from None
+    migrate_upgrade(settings.database_path)
+    _report("restored", settings.local_data, manifest)
+
+
+def _backup_or_exit(settings: Settings, target: Path) -> Manifest:
+    try:
+        return backup(settings.local_data, target)
+    except BackupError as err:
+        raise click.ClickException(f"{err.code}: {err.message}") from None
+
+
+def _report(done: str, where: Path, manifest: Manifest) -> None:
+    click.echo(
+        f"{done}: {where} · {len(manifest.files)} files, {manifest.size / 2**20:.1f} MiB · "
+        f"schema {manifest.schema} · made {manifest.created_at}"
+    )
 
 
 @main.group()
@@ -56,7 +109,7 @@ def user_add(name: str, workspace: str, role: str) -> None:
     """Create a user (or give an existing one a role) and print a new API token on the last line."""
     settings = Settings.from_env()
     settings.ensure_dirs()
-    migrate_upgrade(settings.database_path)
+    upgrade_database(settings)
     with Database(settings.database_path).session() as session:
         _, token = accounts.add_user(session, settings.vault_hash, name, workspace, role)
     click.echo(f"user {name} is {role} of workspace {workspace}; API token (shown once):")
@@ -69,7 +122,7 @@ def user_add(name: str, workspace: str, role: str) -> None:
 def user_password(name: str, password: str) -> None:
     """Set the dashboard password of an existing user."""
     settings = Settings.from_env()
-    migrate_upgrade(settings.database_path)
+    upgrade_database(settings)
     with Database(settings.database_path).session() as session:
         found = accounts.find_user(session, settings.vault_hash, name)
         if found is None:
@@ -122,7 +175,7 @@ def serve(worker_concurrency: int) -> None:
     settings = Settings.from_env()
     settings.ensure_dirs()
     lock = _take_beat_lock(settings, f"gnosi serve (pid {os.getpid()})") if settings.embedded else None
-    migrate_upgrade(settings.database_path)
+    upgrade_database(settings)
     if scaffold_vault(settings):
         click.echo(f"empty vault: created a References table in {settings.vault_path} (see References/_template.md)")
     _first_run_account(settings)
