@@ -18,7 +18,6 @@ the database: a folder without one is an unfinished backup.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -29,6 +28,7 @@ from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
+from pipeline.fingerprint import file_sha256
 from storage.migrate import current_revision, known_revisions
 
 FORMAT = 1
@@ -37,7 +37,6 @@ DATABASE = "system/notebooks.sqlite3"
 SECRETS = ("system/session-key", "system/internal-token")
 TREES = ("blobs", "system/extractions")
 _TOP_LEVEL = {"system", "blobs"}
-_BLOCK = 1024 * 1024
 
 
 class BackupError(Exception):
@@ -172,16 +171,8 @@ def _link_or_copy(path: Path, target: Path) -> None:
             return
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as reader:
-        while block := reader.read(_BLOCK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _describe(root: Path, path: Path) -> BackedUpFile:
-    return BackedUpFile(path.relative_to(root).as_posix(), path.stat().st_size, _sha256(path))
+    return BackedUpFile(path.relative_to(root).as_posix(), path.stat().st_size, file_sha256(path))
 
 
 def _check(source: Path, entry: BackedUpFile) -> None:
@@ -192,5 +183,5 @@ def _check(source: Path, entry: BackedUpFile) -> None:
     path = source / relative
     if not path.is_file():
         raise BackupError("BACKUP_CORRUPT", f"{entry.path} is listed in the manifest but missing from the backup.")
-    if path.stat().st_size != entry.size or _sha256(path) != entry.sha256:
+    if path.stat().st_size != entry.size or file_sha256(path) != entry.sha256:
         raise BackupError("BACKUP_CORRUPT", f"{entry.path} does not match its checksum: the backup is damaged.")
