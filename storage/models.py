@@ -323,3 +323,11 @@ class RevisionPin(Base):
     )
     notebook_id: Mapped[str] = mapped_column(String(32), primary_key=True)
     revision_id: Mapped[str] = mapped_column(String(32), index=True)
+
+
+class Heartbeat(Base):
+    """When a role last proved it was alive (storage.heartbeats)."""
+
+    __tablename__ = "heartbeats"
+    name: Mapped[str] = mapped_column(String(100), primary_key=True)
+    seen_at: Mapped[datetime] = mapped_column(DateTime)

@@ -11,7 +11,7 @@ from datetime import datetime
 from celery import shared_task
 
 from app.extensions import services
-from storage import ingestion, jobs
+from storage import heartbeats, ingestion, jobs
 from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
@@ -33,6 +33,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     if lost_before is not None:
         queued_before = max(queued_before, datetime.fromisoformat(lost_before))
     with svc.db.session() as session:
+        heartbeats.beat(session, heartbeats.COORDINATOR)  # GET /readyz: beat, broker and a coordinator work
         for job in jobs.recoverable(session, queued_before=queued_before):
             if job.state == "cancelling":
                 ingestion.cancel(session, job)

@@ -7,6 +7,7 @@ from flask import Flask
 def register_blueprints(app: Flask) -> None:
     from app.api.chat import bp as chat_bp
     from app.api.chat_ws import register_websocket
+    from app.api.health import bp as health_bp
     from app.api.internal import bp as internal_bp
     from app.api.notebooks import bp as notebooks_bp
     from app.api.resources import bp as resources_bp
@@ -17,7 +18,8 @@ def register_blueprints(app: Flask) -> None:
     from app.dashboard import bp as dashboard_bp
 
     for blueprint in (
-        session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, dashboard_bp
+        session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, health_bp,
+        dashboard_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)

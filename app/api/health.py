@@ -1,0 +1,25 @@
+"""Probes for process managers and load balancers; no sign-in, and nothing a caller could misuse."""
+from __future__ import annotations
+
+from flask import Blueprint, current_app
+
+from app.extensions import services
+from app.services.readiness import checks
+
+bp = Blueprint("health", __name__)
+
+
+@bp.get("/healthz")
+def healthz():  # type: ignore[no-untyped-def]
+    """The process serves requests (it reads nothing: a busy database must not fail it)."""
+    return {"status": "ok"}
+
+
+@bp.get("/readyz")
+def readyz():  # type: ignore[no-untyped-def]
+    """Whether the instance can do its work now (app.services.readiness); 503 when not."""
+    found = checks(services(), current_app.extensions["celery"])
+    body = {"status": "ready", "checks": {check.name: {"ok": check.ok, "detail": check.detail} for check in found}}
+    if all(check.ok for check in found):
+        return body
+    return {**body, "status": "not_ready", "code": "NOT_READY"}, 503
