@@ -1,7 +1,7 @@
 """`gnosi serve`: the web app (gunicorn, gevent) plus, on the embedded broker, a worker.
 
 On the embedded default one command runs everything on one machine: a Celery worker process
-consumes both queues from a SQLite broker file, so no Redis is needed. With CELERY_BROKER_URL set,
+consumes every queue from a SQLite broker file, so no Redis is needed. With CELERY_BROKER_URL set,
 serve runs only the web app and workers run elsewhere (`gnosi worker`).
 
 The embedded worker lives exactly as long as serve: it dies with serve however serve dies
@@ -134,7 +134,7 @@ def end_leases_of_dead_embedded_worker(settings: Settings) -> datetime:
 
 
 def start_embedded_worker(concurrency: int, beat_lock: InstanceLock) -> subprocess.Popen:
-    """Start the worker (both queues, with beat), dying with serve and holding the beat lock.
+    """Start the worker (every queue, with beat), dying with serve and holding the beat lock.
 
     The worker inherits the lock's open file and serve closes its own descriptor, so the lock
     lives exactly as long as the worker's processes (its pool processes inherit it too). Serve

@@ -63,7 +63,7 @@ PDFS = [
 DISTINCT_TRAILER = b"\n%% resource %04d\n"
 
 DEDICATED, SHARED, EMBEDDED = "coordinator + extract", "shared", "embedded"
-LAYOUTS = {DEDICATED: "Redis, a coordinator and N extract workers", SHARED: "Redis, N workers on both queues",
+LAYOUTS = {DEDICATED: "Redis, a coordinator and N extract workers", SHARED: "Redis, N workers on every queue",
            EMBEDDED: "no Redis: gnosi serve and its own worker"}
 
 
@@ -236,7 +236,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--resources", type=int, default=300)
     parser.add_argument("--workers", default="1,2,4", help="extract worker counts, comma-separated")
-    parser.add_argument("--shared", action="store_true", help="every worker serves both queues")
+    parser.add_argument("--shared", action="store_true", help="every worker serves every queue")
     parser.add_argument("--embedded", action="store_true", help="also run gnosi serve alone, without Redis")
     parser.add_argument("--no-double", action="store_true", help="skip the run with twice the resources")
     parser.add_argument("--distinct", action=argparse.BooleanOptionalAction, default=True,
