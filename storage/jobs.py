@@ -113,6 +113,19 @@ def release(session: Session, job_id: str) -> None:
 
 
 def heartbeat(session: Session, job_id: str, lease: timedelta) -> None:
+    """Extend a live lease. One that ended stays ended: the job is the sweeper's to recover
+    (``renew``). A late result (its message outlived a killed worker) that revived it would hide
+    the loss of the messages that worker had taken, until the new lease ran out."""
+    now = utcnow()
+    session.execute(
+        update(Job)
+        .where(Job.id == job_id, Job.state.in_(("running", "cancelling")), Job.lease_expires_at >= now)
+        .values(lease_expires_at=now + lease)
+    )
+
+
+def renew(session: Session, job_id: str, lease: timedelta) -> None:
+    """Give a job whose lease ended a new one: recovery has resent its lost work."""
     session.execute(
         update(Job)
         .where(Job.id == job_id, Job.state.in_(("running", "cancelling")))

@@ -38,7 +38,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
             if job.state == "cancelling":
                 ingestion.cancel(session, job)
             elif job.state == "running" and job.revision_id is not None:
-                jobs.heartbeat(session, job.id, lease())
+                jobs.renew(session, job.id, lease())
                 notebook = session.get(Notebook, job.notebook_id)
                 orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
             else:

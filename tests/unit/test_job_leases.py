@@ -1,4 +1,5 @@
-"""Ending the leases of a worker known to be dead: only its live leases, never another owner's."""
+"""Ending the leases of a worker known to be dead: only its live leases, never another owner's; and a
+late result does not revive an ended lease."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -41,4 +42,17 @@ def test_only_live_leases_of_the_dead_owner_end(tmp_path: Path) -> None:
         alive = session.get(Job, "alive-elsewhere")
     assert recoverable == {"dead-running", "dead-cancelling", "dead-expired"}
     assert alive is not None and alive.lease_expires_at == later
+
+    # A result that arrives after the restart (its message had outlived the worker) must not hide
+    # the loss of the messages the dead worker had taken: an ended lease is recovery's to renew.
+    with db.session() as session:
+        jobs.heartbeat(session, "dead-running", timedelta(minutes=5))
+        jobs.heartbeat(session, "alive-elsewhere", timedelta(minutes=10))
+    with db.reader() as session:
+        assert "dead-running" in {job.id for job in jobs.recoverable(session, queued_before=earlier)}
+        assert session.get(Job, "alive-elsewhere").lease_expires_at > later
+    with db.session() as session:
+        jobs.renew(session, "dead-running", timedelta(minutes=5))
+    with db.reader() as session:
+        assert "dead-running" not in {job.id for job in jobs.recoverable(session, queued_before=earlier)}
     db.dispose()
