@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 from pipeline.embedder import HashingEmbedder  # noqa: E402
 from pipeline.extractors.limits import ExtractLimits  # noqa: E402
 from pipeline.extractors.pdf import PdfExtractor  # noqa: E402
-from pipeline.planning import PlannedSource, PreviousSource  # noqa: E402
+from pipeline.planning import PlannedSource  # noqa: E402
 from pipeline.types import SourceRef  # noqa: E402
 from storage import accounts, ingestion, notebooks, revisions  # noqa: E402
 from storage.db import Database  # noqa: E402
