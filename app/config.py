@@ -15,6 +15,9 @@ from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
 
 # The extraction caps' and chunking defaults live with them (their modules say why).
+# The embedded broker's URL scheme: kombu's SQLAlchemy transport with a cheaper poll
+# (tasks.embedded_broker registers it).
+EMBEDDED_BROKER_SCHEME = "gnosi-sqlite"
 _EXTRACT = ExtractLimits()
 _CHUNKS = ChunkSettings()
 
@@ -142,7 +145,7 @@ class Settings:
 
     @property
     def celery_broker_url(self) -> str:
-        return self.broker_url or f"sqla+sqlite:///{self.embedded_broker_path}"
+        return self.broker_url or f"{EMBEDDED_BROKER_SCHEME}+sqlite:///{self.embedded_broker_path}"
 
     @property
     def embedded_broker_path(self) -> Path:

@@ -14,6 +14,9 @@ from flask import Flask
 from kombu import Queue
 
 from app.config import Settings
+from tasks import embedded_broker
+
+embedded_broker.register()
 
 COORDINATOR = "coordinator"
 EXTRACT = "extract"
@@ -25,10 +28,6 @@ CHUNK = "chunk"
 # The queues of a worker of each role: an extract worker reads and chunks sources.
 ROLE_QUEUES = {COORDINATOR: (COORDINATOR,), EXTRACT: (EXTRACT, CHUNK)}
 ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK)
-
-# kombu's SQLAlchemy transport polls every second by default; 50 ms keeps the embedded
-# broker's round trip near 75 ms (measured in STACK.md). It is a class attribute, not an option.
-EMBEDDED_POLLING_SECONDS = 0.05
 
 
 def embedded_broker_connection(path: Path) -> sqlite3.Connection:
@@ -84,10 +83,7 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     celery_app = Celery(app.name, task_cls=FlaskTask)
     celery_app.config_from_object(celery_config(settings))
     if settings.embedded:
-        from kombu.transport import sqlalchemy as kombu_sqlalchemy
-
         settings.ensure_dirs()
-        kombu_sqlalchemy.Transport.polling_interval = EMBEDDED_POLLING_SECONDS
     celery_app.set_default()
     import tasks.ingest  # noqa: F401  (registers the shared tasks on this app)
     import tasks.sweeper  # noqa: F401
