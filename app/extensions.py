@@ -17,7 +17,9 @@ from pipeline.fetch import FetchPolicy
 from storage.blobs import BlobStore
 from storage.db import Database
 from storage.extractions import ExtractionStore
+from storage.retrieval import Retriever
 from storage.spool import EvidenceSpool
+from storage.vector_cache import VectorCache
 from tasks.internal_api import InternalApi
 
 
@@ -52,6 +54,11 @@ class Services:
     @cached_property
     def embedder(self) -> Embedder:
         return embedder_from_name(self.settings.embedder)
+
+    @cached_property
+    def retriever(self) -> Retriever:
+        """One per process: its vector cache is shared by every request and bounded in bytes."""
+        return Retriever(self.embedder, VectorCache(self.settings.vector_cache_bytes))
 
     @cached_property
     def fetch_policy(self) -> FetchPolicy:

@@ -17,7 +17,7 @@ paragraphs as text, FinanceBench filings as PDF) and is ingested as a notebook b
 deployment (redis-server, ``gnosi serve`` and a Celery worker), one deployment per dataset.
 Queries then run in-process against that deployment's notebooks.sqlite3 with only their text:
 
-* hybrid: ``storage.retrieval.search``, exactly what ``/api/notebooks/{id}/search`` answers;
+* hybrid: ``storage.retrieval.Retriever.search``, exactly what ``/api/notebooks/{id}/search`` answers;
 * BM25: the same chunk texts in an in-memory FTS5 index without stemming and without the
   document-name column (the baseline); the deployed FTS5 list alone (porter, chunk text plus the
   document names of ``pipeline.chunk_context`` weighted by ``evidence.COLUMN_WEIGHTS``), also with
@@ -73,6 +73,7 @@ from quality_support import (  # noqa: E402
     mean_metrics,
 )
 from storage import evidence, retrieval  # noqa: E402
+from storage.vector_cache import VectorCache  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.evidence import EvidenceChunk  # noqa: E402
 from storage.models import Chunk, Notebook  # noqa: E402
@@ -178,6 +179,7 @@ class NotebookIndex:
         self.corpus_ids = {row[0]: dataset.corpus_id(row[1], row[2]) for row in rows}
         self.texts = [row[3] for row in rows]
         self._indexes: dict[str, sqlite3.Connection] = {}
+        self._retrievers: dict[str, retrieval.Retriever] = {}
 
     def docs(self, pks: Sequence[int]) -> list[str]:
         return first_distinct([self.corpus_ids[pk] for pk in pks])
@@ -215,14 +217,20 @@ class NotebookIndex:
 
     def hybrid(self, session: Session, query: str, embedder: Embedder) -> list[int]:
         """The deployed search, capped at its 50 results."""
-        hits = retrieval.search(session, self.notebook, self.revision_id, query, embedder, limit=retrieval.MAX_RESULTS)
+        hits = self._retriever(embedder).search(session, self.notebook, self.revision_id, query)
         return [hit.chunk.pk for hit in hits]
+
+    def _retriever(self, embedder: Embedder) -> retrieval.Retriever:
+        """One per embedder, so its vectors are read once (an unbounded cache: a bench's notebooks fit)."""
+        if embedder.name not in self._retrievers:
+            self._retrievers[embedder.name] = retrieval.Retriever(embedder, VectorCache(1 << 62))
+        return self._retrievers[embedder.name]
 
     def search_tools(self, session: Session, embedder: Embedder) -> ToolRegistry:
         """The answer engine's tools over the deployed search, as the server builds them."""
 
         def search(query: str, limit: int) -> list[EvidenceItem]:
-            hits = retrieval.search(session, self.notebook, self.revision_id, query, embedder, limit=limit)
+            hits = self._retriever(embedder).search(session, self.notebook, self.revision_id, query, limit=limit)
             return [_item(hit.chunk, hit.score) for hit in hits]
 
         def read(chunk_id: str) -> EvidenceItem | None:

@@ -31,20 +31,18 @@ from sqlalchemy.orm import Session
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from bignotebook import CHUNK_CHARS, CORPUS, VAULT, Passage, fill, new_notebook  # noqa: E402
 from pipeline.embedder import HashingEmbedder  # noqa: E402
 from pipeline.extractors.limits import ExtractLimits  # noqa: E402
 from pipeline.extractors.pdf import PdfExtractor  # noqa: E402
 from pipeline.planning import PlannedSource  # noqa: E402
 from pipeline.types import SourceRef  # noqa: E402
-from storage import accounts, ingestion, notebooks, revisions  # noqa: E402
+from storage import ingestion, revisions  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.migrate import upgrade  # noqa: E402
 from storage.models import Chunk, ChunkVector, Job, Notebook, Source  # noqa: E402
 
-CORPUS = REPO.parent / "shared" / "corpus"
 TEXT_PDFS = ("tracemonkey.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf", "dmca.pdf")
-CHUNK_CHARS = 1200
-VAULT = "bench"
 
 
 def corpus_text() -> str:
@@ -69,41 +67,26 @@ def source_only(session: Session, source: Source) -> revisions.CopiedChunks:
     )
 
 
-def build(database: Path, chunks: int, sources: int, text: str) -> tuple[str, float]:
+def corpus_windows() -> Passage:
+    """Windows of the corpus PDFs' text at the chunker's size, at offsets 997 characters apart."""
+    text, embedder = corpus_text(), HashingEmbedder()
+
+    def passage(k: int) -> tuple[str, bytes]:
+        start = (k * 997) % (len(text) - CHUNK_CHARS)
+        window = text[start:start + CHUNK_CHARS]
+        return window, embedder.embed([window])[0].tobytes()
+
+    return passage
+
+
+def build(database: Path, chunks: int, sources: int, passage: Passage) -> tuple[str, float]:
     """A notebook whose active revision holds ``chunks`` chunks over ``sources`` sources; returns
     its id and the seconds storing the chunks took."""
     upgrade(database)
     db = Database(database)
-    embedder = HashingEmbedder()
-    per_source = chunks // sources
     with db.session() as session:
-        _, token = accounts.add_user(session, VAULT, "bench", "lab", "editor")
-        principal = accounts.principal_for_token(session, VAULT, token)
-        assert principal is not None
-        notebook = notebooks.create(
-            session, principal, title="Big", visibility="private", conversation_mode="shared",
-            table_id="t", resource_ids=[f"r{i:04d}" for i in range(sources)],
-        )
-        job = Job(vault_hash=VAULT, workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest",
-                  params={}, state="running")
-        session.add(job)
-        session.flush()
-        revision = revisions.create_draft(session, notebook, job.id)
-        contents = []
-        for i in range(sources):
-            passages = [text[start:start + CHUNK_CHARS] for start in (
-                ((i * per_source + ordinal) * 997) % (len(text) - CHUNK_CHARS) for ordinal in range(per_source))]
-            vectors = embedder.embed(passages)
-            contents.append([revisions.ChunkRow(f"c{i}-{n}", n, passage, {"page": n // 3 + 1}, vector.tobytes())
-                             for n, (passage, vector) in enumerate(zip(passages, vectors))])
-        started = time.perf_counter()
-        for i, rows in enumerate(contents):
-            source = revisions.add_source(
-                session, revision, resource_id=f"r{i:04d}", field="file", kind="attachment",
-                value=f"files/{i:04d}.pdf", fingerprint=f"f{i}", state="available", chunking="bench",
-            )
-            revisions.store_chunks(session, source, rows, embedder=embedder.name)
-        stored = time.perf_counter() - started
+        notebook, revision = new_notebook(session, "Big", sources)
+        stored = fill(session, revision, chunks, sources, passage)
         revisions.activate(session, notebook, revision)
         notebook_id = notebook.id
     db.dispose()
@@ -138,7 +121,7 @@ def main() -> None:
     parser.add_argument("--sources", type=int, default=300)
     parser.add_argument("--refreshes", type=int, default=3)
     args = parser.parse_args()
-    text = corpus_text()
+    passage = corpus_windows()
     variants: dict[str, Callable[[Session, Source], revisions.CopiedChunks]] = {
         "source only": source_only, "revision + source": revisions.chunk_rows,
     }
@@ -149,7 +132,7 @@ def main() -> None:
     for chunks in (int(n) for n in args.chunks.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             built = Path(tmp) / "built.sqlite3"
-            notebook_id, stored = build(built, chunks, args.sources, text)
+            notebook_id, stored = build(built, chunks, args.sources, passage)
             copies = {name: Path(tmp) / f"{n}.sqlite3" for n, name in enumerate(variants)}
             for copy in copies.values():
                 shutil.copyfile(built, copy)

@@ -14,12 +14,13 @@ from sqlalchemy.orm import Session
 from storage.models import Chunk, Notebook, NotebookResource, Source
 
 # bm25 weights of chunks_fts's columns (context, text): a question naming the document ("Adobe",
-# "2022 10-K") should prefer that document's pages. Chosen with bench/answer_quality.py.
+# "2022 10-K") should prefer that document's pages. Chosen with bench/answer_quality.py. The
+# first column, revision_id, only restricts the match (weight 0; alembic 0009).
 COLUMN_WEIGHTS = (2.0, 1.0)
 
 FTS_SQL = text(
     """
-    SELECT c.id, bm25(chunks_fts, :context_weight, :text_weight) AS score
+    SELECT c.id, bm25(chunks_fts, 0.0, :context_weight, :text_weight) AS score
     FROM chunks_fts
     JOIN chunks c ON c.id = chunks_fts.rowid
     JOIN notebook_resources m
@@ -59,6 +60,13 @@ def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
     )
 
 
+def within_revision(match: str, revision_id: str) -> str:
+    """``match`` over the names and text of ``revision_id``'s chunks only: FTS5 intersects the
+    revision's posting list with the words' instead of scoring every notebook's rows."""
+    revision = revision_id.replace('"', '""')
+    return f'revision_id : "{revision}" AND {{context text}} : ({match})'
+
+
 def fts_candidates(
     session: Session,
     notebook: Notebook,
@@ -72,7 +80,7 @@ def fts_candidates(
         {
             "context_weight": weights[0],
             "text_weight": weights[1],
-            "match": match,
+            "match": within_revision(match, revision_id),
             "revision_id": revision_id,
             "notebook_id": notebook.id,
             "vault_hash": notebook.vault_hash,

@@ -1,16 +1,13 @@
 """Hybrid search over one notebook revision: FTS5 bm25 and vector similarity, fused by rank.
 
-Revisions are immutable, so a revision's vector matrix is cached per process; current
-membership is applied on every query, so a removed resource's chunks vanish at once.
+Revisions are immutable, so a revision's vector matrix is cached per process (storage.vector_cache);
+current membership is applied on every query, so a removed resource's chunks vanish at once.
 """
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.embedder import Embedder
@@ -18,11 +15,11 @@ from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
 from storage import evidence, notebooks
 from storage.evidence import EvidenceChunk
-from storage.models import Chunk, ChunkVector, Notebook
+from storage.models import Notebook
+from storage.vector_cache import VectorCache, VectorMatrix
 
 MAX_RESULTS = 50
 CANDIDATES = 100
-CACHED_REVISIONS = 8
 # The hashing vector is a much weaker ranker than bm25 (SciFact nDCG@10 0.47 vs 0.69). Measured by
 # bench/answer_quality.py, a weight of 0.5 cost 3-14 % against bm25 alone and 0.1 still 1-5 %; at
 # 0.05 with k = 20 it is neutral on the top ranks and adds recall below them (FinanceBench R@100
@@ -38,90 +35,50 @@ class Hit:
     score: float
 
 
-@dataclass(frozen=True)
-class _Matrix:
-    """A revision's vectors; ``codes`` index ``resources`` so membership masks cost O(resources)."""
-
-    pks: np.ndarray
-    codes: np.ndarray
-    resources: list[str]
-    vectors: np.ndarray
-
-
-class _MatrixCache:
-    def __init__(self) -> None:
-        self._items: OrderedDict[tuple[str, str], _Matrix] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, session: Session, revision_id: str, embedder: Embedder) -> _Matrix:
-        key = (revision_id, embedder.name)
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-        matrix = self._load(session, revision_id, embedder)
-        with self._lock:
-            self._items[key] = matrix
-            while len(self._items) > CACHED_REVISIONS:
-                self._items.popitem(last=False)
-        return matrix
-
-    @staticmethod
-    def _load(session: Session, revision_id: str, embedder: Embedder) -> _Matrix:
-        rows = session.execute(
-            select(Chunk.id, Chunk.resource_id, ChunkVector.vector)
-            .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
-            .where(Chunk.revision_id == revision_id, ChunkVector.embedder == embedder.name)
-            .order_by(Chunk.id)  # a fixed order makes ties between equal chunks reproducible
-        ).all()
-        vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), embedder.dim)
-        resources = sorted({r[1] for r in rows})
-        position = {resource_id: code for code, resource_id in enumerate(resources)}
-        return _Matrix(
-            pks=np.array([r[0] for r in rows], dtype=np.int64),
-            codes=np.array([position[r[1]] for r in rows], dtype=np.int64),
-            resources=resources,
-            vectors=vectors,
-        )
-
-
-_matrices = _MatrixCache()
-
-
-def _vector_ranking(
-    session: Session, notebook: Notebook, revision_id: str, query: str, embedder: Embedder
+def vector_ranking(
+    session: Session, notebook: Notebook, matrix: VectorMatrix, query_vector: np.ndarray
 ) -> list[int]:
-    matrix = _matrices.get(session, revision_id, embedder)
+    """The ``CANDIDATES`` best chunks of current members by similarity, best first.
+
+    A partition finds the cut-off score in linear time; only the chunks above it are sorted, by
+    score and then position, so equal chunks (ties at the cut-off too) come out as a full stable
+    sort would order them.
+    """
     if not len(matrix.pks):
         return []
     members = set(notebooks.member_ids(session, notebook))
     allowed = np.array([resource in members for resource in matrix.resources], dtype=bool)[matrix.codes]
-    scores = matrix.vectors @ embedder.embed([query])[0]
-    scores = np.where(allowed, scores, -np.inf)
-    top = np.argsort(-scores, kind="stable")[:CANDIDATES]
-    return [int(matrix.pks[i]) for i in top if scores[i] > 0]
+    scores = np.where(allowed, matrix.vectors @ query_vector, -np.inf)
+    count = min(CANDIDATES, len(scores))
+    cut_off = -np.partition(-scores, count - 1)[count - 1]
+    above = np.flatnonzero(scores > cut_off)
+    best = np.concatenate([above, np.flatnonzero(scores == cut_off)[: count - len(above)]])
+    best = best[np.lexsort((best, -scores[best]))]
+    return [int(matrix.pks[i]) for i in best if scores[i] > 0]
 
 
-def search(
-    session: Session,
-    notebook: Notebook,
-    revision_id: str,
-    query: str,
-    embedder: Embedder,
-    *,
-    limit: int = MAX_RESULTS,
-) -> list[Hit]:
-    """Up to ``limit`` (≤ 50) chunks of ``revision_id``, best first."""
-    limit = max(1, min(limit, MAX_RESULTS))
-    match = build_match_query(query)
-    lexical = (
-        [pk for pk, _ in evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)]
-        if match
-        else []
-    )
-    semantic = _vector_ranking(session, notebook, revision_id, query, embedder)
-    fused = reciprocal_rank_fusion(
-        [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
-    )[:limit]
-    chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
-    return [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
+class Retriever:
+    """Hybrid search with one embedder and one process-wide cache of revisions' vectors."""
+
+    def __init__(self, embedder: Embedder, vectors: VectorCache) -> None:
+        self.embedder = embedder
+        self.vectors = vectors
+
+    def search(
+        self, session: Session, notebook: Notebook, revision_id: str, query: str, *, limit: int = MAX_RESULTS
+    ) -> list[Hit]:
+        """Up to ``limit`` (≤ 50) chunks of ``revision_id``, best first."""
+        limit = max(1, min(limit, MAX_RESULTS))
+        match = build_match_query(query)
+        lexical = (
+            [pk for pk, _ in evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)]
+            if match
+            else []
+        )
+        matrix = self.vectors.get(session, revision_id, self.embedder)
+        semantic = vector_ranking(session, notebook, matrix, self.embedder.embed([query])[0])
+        fused = reciprocal_rank_fusion(
+            [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
+        )[:limit]
+        chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
+        return [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]

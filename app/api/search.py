@@ -9,7 +9,7 @@ from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
 from storage import evidence, revisions
-from storage.retrieval import MAX_RESULTS, search
+from storage.retrieval import MAX_RESULTS
 
 bp = Blueprint("search", __name__, url_prefix="/api/notebooks")
 MAX_QUERY_CHARS = 2000
@@ -40,7 +40,7 @@ def search_notebook(notebook_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         if notebook.active_revision_id is None:
             raise ApiError(409, "NO_ACTIVE_REVISION", "This notebook has no indexed revision yet.")
-        hits = search(session, notebook, notebook.active_revision_id, query, svc.embedder, limit=limit)
+        hits = svc.retriever.search(session, notebook, notebook.active_revision_id, query, limit=limit)
     return {
         "revision_id": notebook.active_revision_id,
         "results": [

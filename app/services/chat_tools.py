@@ -47,8 +47,8 @@ class TurnTools:
         with self.svc.db.reader() as session:
             for context in self.contexts:
                 depth = limit if context.source_ids is None else FILTERED_SEARCH_DEPTH
-                hits = retrieval.search(
-                    session, context.notebook, context.revision.id, query, self.svc.embedder, limit=depth
+                hits = self.svc.retriever.search(
+                    session, context.notebook, context.revision.id, query, limit=depth
                 )
                 scored.extend((hit.score, context, hit.chunk) for hit in hits if self._allowed(context, hit.chunk))
         scored.sort(key=lambda entry: (-entry[0], entry[2].chunk_id))

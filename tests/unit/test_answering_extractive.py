@@ -44,7 +44,7 @@ def evidence_items(source_id: str, title: str | None, segments: list[Segment]) -
 
 
 class InMemoryNotebook:
-    """Hybrid search over a few chunks, the way ``storage.retrieval.search`` does it."""
+    """Hybrid search over a few chunks, the way ``storage.retrieval.Retriever.search`` does it."""
 
     def __init__(self, items: list[EvidenceItem]) -> None:
         self.items = items

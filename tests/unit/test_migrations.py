@@ -90,3 +90,19 @@ def test_undoing_0005_keeps_every_chunk_and_vector(tmp_path: Path) -> None:
         assert counts == [1, 1, 1]
         assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'operating'").fetchall() == [(1,)]
         assert "context" not in {row[1] for row in conn.execute("PRAGMA table_info(chunks)")}
+
+
+def test_0009_restricts_matches_to_a_revision_and_can_be_undone(tmp_path: Path) -> None:
+    """The full-text index gains the revision column without losing a row; undoing it keeps search."""
+    database = tmp_path / "n.sqlite3"
+    _one_chunk_at_0004(database)
+    upgrade(database, "0008")
+    upgrade(database)
+    restricted = "SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH ?"
+    with sqlite3.connect(database) as conn:
+        assert conn.execute(restricted, ['revision_id : "r" AND {context text} : (operating)']).fetchall() == [(1,)]
+        assert conn.execute(restricted, ['revision_id : "other" AND {context text} : (operating)']).fetchall() == []
+    _downgrade(database, "0008")
+    with sqlite3.connect(database) as conn:
+        assert conn.execute("SELECT rowid FROM chunks_fts WHERE chunks_fts MATCH 'operating'").fetchall() == [(1,)]
+        assert conn.execute("SELECT count(*) FROM chunks").fetchone()[0] == 1

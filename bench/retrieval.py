@@ -1,0 +1,199 @@
+"""Search latency and memory by notebook size; a small notebook inside a big instance; cold start.
+
+Usage: .venv/bin/python bench/retrieval.py [--sizes 10000,100000,1000000] [--queries 100] [--small 10000]
+
+Each notebook is built straight in storage on the real schema (bench/bignotebook.py: SciFact and
+SQuAD passages, hashing-embedder vectors, the FTS5 trigger indexing every row); queries are
+SciFact claims and SQuAD questions. Per query the variants run back to back (interleaved, so a
+slow spell hits all of them), warm: the deployed hybrid search (``Retriever.search``), and as
+anchors its two halves alone, the FTS5 candidates restricted to the revision inside the index
+(alembic 0009) and the vector ranking, plus the FTS5 query before 0009 (match every notebook's
+rows, then keep the revision's in the join). "cold" runs in a fresh process: the first search's
+time and how much the process's resident memory grew with it.
+
+The small-notebook rows put a ``--small``-chunk notebook into the biggest instance and compare it
+with the same notebook alone in an instance of its own: latency ratio and top-10 agreement.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from bignotebook import REPO, qa_pool, qa_queries, fill, new_notebook
+from pipeline.embedder import HashingEmbedder
+from pipeline.fts_query import build_match_query
+from storage import evidence, revisions
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Notebook
+from storage.retrieval import CANDIDATES, Retriever, vector_ranking
+from storage.vector_cache import VectorCache
+
+UNBOUNDED = 1 << 62
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+def build(database: Path, chunks: int, first_passage: int = 0) -> tuple[str, float]:
+    """Add a notebook of ``chunks`` chunks to ``database``; its id and the seconds storing took."""
+    upgrade(database)
+    db = Database(database)
+    pool = qa_pool()
+    sources = max(1, min(1000, chunks // 100))
+    with db.session() as session:
+        notebook, revision = new_notebook(session, f"n{chunks}-{first_passage}", sources)
+        seconds = fill(session, revision, chunks, sources, lambda k: pool(first_passage + k))
+        revisions.activate(session, notebook, revision)
+        notebook_id = notebook.id
+    db.dispose()
+    return notebook_id, seconds
+
+
+def _unrestricted_fts(session: Session, notebook: Notebook, match: str) -> list[int]:
+    """The lexical query before alembic 0009: every notebook's matching rows, filtered in the join."""
+    rows = session.execute(evidence.FTS_SQL, {
+        "context_weight": evidence.COLUMN_WEIGHTS[0], "text_weight": evidence.COLUMN_WEIGHTS[1],
+        "match": f"{{context text}} : ({match})", "revision_id": notebook.active_revision_id,
+        "notebook_id": notebook.id, "vault_hash": notebook.vault_hash, "workspace_id": notebook.workspace_id,
+        "limit": CANDIDATES,
+    }).all()
+    return [row[0] for row in rows]
+
+
+def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str], object]]:
+    embedder = retriever.embedder
+
+    def hybrid(session: Session, notebook: Notebook, query: str) -> object:
+        return retriever.search(session, notebook, notebook.active_revision_id or "", query)
+
+    def fts(session: Session, notebook: Notebook, query: str) -> object:
+        match = build_match_query(query)
+        return evidence.fts_candidates(session, notebook, notebook.active_revision_id or "", match, CANDIDATES) if match else []
+
+    def fts_before(session: Session, notebook: Notebook, query: str) -> object:
+        match = build_match_query(query)
+        return _unrestricted_fts(session, notebook, match) if match else []
+
+    def vectors(session: Session, notebook: Notebook, query: str) -> object:
+        matrix = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)
+        return vector_ranking(session, notebook, matrix, embedder.embed([query])[0])
+
+    return {"hybrid": hybrid, "FTS5 in revision": fts, "FTS5 before 0009": fts_before, "vectors": vectors}
+
+
+def timings(database: Path, notebook_id: str, queries: list[str], names: list[str] | None = None) -> dict[str, list[float]]:
+    db = Database(database)
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    chosen = {name: run for name, run in variants(retriever).items() if names is None or name in names}
+    seconds: dict[str, list[float]] = {name: [] for name in chosen}
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None
+        for run in chosen.values():  # warm: the matrix loaded, the first pages read
+            run(session, notebook, queries[0])
+        for query in queries:
+            for name, run in chosen.items():
+                started = time.perf_counter()
+                run(session, notebook, query)
+                seconds[name].append(time.perf_counter() - started)
+    db.dispose()
+    return seconds
+
+
+def top10(database: Path, notebook_id: str, queries: list[str]) -> list[list[str]]:
+    db = Database(database)
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None
+        ranked = [[hit.chunk.chunk_id for hit in retriever.search(session, notebook, notebook.active_revision_id or "",
+                                                                    query, limit=10)] for query in queries]
+    db.dispose()
+    return ranked
+
+
+def cold(database: Path, notebook_id: str, query: str) -> dict[str, float]:
+    """The first search of a fresh process, measured in that process."""
+    code = (
+        "import json, sys, time; sys.path.insert(0, 'bench'); import retrieval as r;"
+        f"print(json.dumps(r.first_search({str(database)!r}, {notebook_id!r}, {query!r})))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
+    return json.loads(output.stdout.strip().splitlines()[-1])
+
+
+def first_search(database: str, notebook_id: str, query: str) -> dict[str, float]:
+    db = Database(Path(database))
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None
+        before = _rss_mb()
+        started = time.perf_counter()
+        retriever.search(session, notebook, notebook.active_revision_id or "", query)
+        seconds = time.perf_counter() - started
+        return {"seconds": seconds, "rss_growth_mb": _rss_mb() - before}
+
+
+def _p(values: list[float], q: float) -> float:
+    return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000", help="notebook sizes in chunks, comma-separated")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--small", type=int, default=10000, help="the small notebook's chunks")
+    args = parser.parse_args()
+    queries = qa_queries(args.queries)
+    sizes = [int(n) for n in args.sizes.split(",")]
+    with tempfile.TemporaryDirectory() as tmp:
+        print(f"{len(queries)} queries; p50 / p95 in ms, warm\n")
+        print("| chunks | store (s) | hybrid | FTS5 in revision | FTS5 before 0009 | vectors | cold first search (s) | cold RSS growth (MB) |")
+        print("|---|---|---|---|---|---|---|---|")
+        databases: dict[int, tuple[Path, str]] = {}
+        for size in sizes:
+            database = Path(tmp) / f"{size}.sqlite3"
+            notebook_id, stored = build(database, size)
+            databases[size] = (database, notebook_id)
+            seconds = timings(database, notebook_id, queries)
+            first = cold(database, notebook_id, queries[-1])
+            cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
+            print(f"| {size} | {stored:.0f} | {cells} | {first['seconds']:.2f} | {first['rss_growth_mb']:.0f} |", flush=True)
+        big, _ = databases[max(sizes)]
+        alone_db = Path(tmp) / "small-alone.sqlite3"
+        alone_id, _ = build(alone_db, args.small, first_passage=5000)
+        inside_id, _ = build(big, args.small, first_passage=5000)
+        print(f"\nA {args.small}-chunk notebook alone, and inside the {max(sizes)}-chunk instance (hybrid, ms)\n")
+        print("| where | p50 | p95 | first hit as alone | top-10 identical to alone | top-10 overlap with alone |")
+        print("|---|---|---|---|---|---|")
+        ranked_alone = top10(alone_db, alone_id, queries)
+        for where, (database, notebook_id) in {"alone": (alone_db, alone_id), "inside": (big, inside_id)}.items():
+            hybrid = timings(database, notebook_id, queries, ["hybrid"])["hybrid"]
+            pairs = list(zip(ranked_alone, top10(database, notebook_id, queries), strict=True))
+            first = sum(a[:1] == b[:1] for a, b in pairs)
+            same = sum(a == b for a, b in pairs)
+            overlap = statistics.mean(len(set(a) & set(b)) / max(1, len(a)) for a, b in pairs)
+            print(f"| {where} | {_p(hybrid, 50):.1f} | {_p(hybrid, 95):.1f} | {first}/{len(pairs)} | {same}/{len(pairs)} "
+                  f"| {overlap:.0%} |", flush=True)
+        with Database(big).reader() as session:
+            print(f"\nchunks in the biggest instance: {session.execute(text('SELECT count(*) FROM chunks')).scalar()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+"""A notebook's search sees only its own revision's rows, whatever else the instance holds.
+
+bm25 takes its term statistics from the whole FTS5 table, so another notebook's rows can reorder
+near-equal hits lower down (docs/decisions/0009 measures how often); what they must never do is
+appear in the results, or change what a question finds first. Real corpus PDFs, extracted, chunked and embedded as the pipeline does, stored through
+``revisions.store_chunks`` (the FTS5 trigger indexes them) into one database file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pipeline.chunker import ChunkSettings, chunk_segments
+from pipeline.embedder import HashingEmbedder
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.extractors.pdf import PdfExtractor
+from storage import accounts, notebooks, revisions
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Job, Notebook
+from storage.retrieval import Retriever
+from storage.vector_cache import VectorCache
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+VAULT = "v"
+EMBEDDER = HashingEmbedder()
+QUESTIONS = (
+    "What does the DMCA say about circumvention of technological measures?",
+    "Who is liable for copyright infringement by online service providers?",
+    "How does TraceMonkey record traces of hot loops?",
+    "What is a trace tree and how are nested loops handled?",
+    "type specialization of JavaScript values",
+    "How long is the term of protection for vessel hull designs?",
+)
+
+
+def _chunk_rows(name: str) -> list[revisions.ChunkRow]:
+    data = (CORPUS / "pdf" / name).read_bytes()
+    extraction = PdfExtractor().extract(data, filename=name, mime="application/pdf", limits=ExtractLimits())
+    chunks = chunk_segments(extraction.segments, source_fingerprint=name, settings=ChunkSettings())
+    vectors = EMBEDDER.embed([chunk.text for chunk in chunks])
+    return [revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.tobytes()) for c, v in zip(chunks, vectors)]
+
+
+def _notebook(db: Database, user: str, documents: tuple[str, ...]) -> str:
+    """A notebook whose active revision holds ``documents``, one source each; its id."""
+    with db.session() as session:
+        principal = accounts.principal_for_token(session, VAULT, accounts.add_user(session, VAULT, user, "lab", "editor")[1])
+        assert principal is not None
+        notebook = notebooks.create(session, principal, title=user, visibility="private", conversation_mode="shared",
+                                    table_id="t", resource_ids=list(documents))
+        job = Job(vault_hash=VAULT, workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest", params={})
+        session.add(job)
+        session.flush()
+        revision = revisions.create_draft(session, notebook, job.id)
+        for name in documents:
+            source = revisions.add_source(session, revision, resource_id=name, field="file", kind="attachment",
+                                          value=f"files/{name}", state="available", title=name)
+            revisions.store_chunks(session, source, _chunk_rows(name), embedder=EMBEDDER.name)
+        revisions.activate(session, notebook, revision)
+        return notebook.id
+
+
+def _rankings(db: Database, notebook_id: str) -> list[list[tuple[str, str, str]]]:
+    retriever = Retriever(EMBEDDER, VectorCache(1 << 30))
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        return [
+            [(hit.chunk.revision_id, hit.chunk.resource_id, hit.chunk.chunk_id)
+             for hit in retriever.search(session, notebook, notebook.active_revision_id, question, limit=10)]
+            for question in QUESTIONS
+        ]
+
+
+@pytest.fixture(scope="module")
+def instance(tmp_path_factory: pytest.TempPathFactory) -> Database:
+    database = tmp_path_factory.mktemp("scope") / "notebooks.sqlite3"
+    upgrade(database)
+    return Database(database)
+
+
+def test_a_small_notebook_finds_the_same_beside_a_bigger_one(instance: Database) -> None:
+    small = _notebook(instance, "small", ("dmca.pdf", "tracemonkey.pdf"))
+    alone = _rankings(instance, small)
+    _notebook(instance, "big", ("dmca.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf"))
+    beside = _rankings(instance, small)
+    assert all(alone), "every question finds something"
+    assert [ranking[0] for ranking in beside] == [ranking[0] for ranking in alone]
+    assert {revision for ranking in beside for revision, _, _ in ranking} == {alone[0][0][0]}
