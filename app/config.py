@@ -62,6 +62,7 @@ class Settings:
     chat_turns_per_minute: int = 20
     refreshes_per_minute: int = 10
     opens_per_minute: int = 6
+    change_check_seconds: int = 10
     extract_limits: ExtractLimits = _EXTRACT
     chunking: ChunkSettings = _CHUNKS
     job_max_attempts: int = 5
@@ -105,6 +106,7 @@ class Settings:
             chat_turns_per_minute=_int(env, "GNOSI_CHAT_TURNS_PER_MINUTE", 20),
             refreshes_per_minute=_int(env, "GNOSI_REFRESHES_PER_MINUTE", 10),
             opens_per_minute=_int(env, "GNOSI_OPENS_PER_MINUTE", 6),
+            change_check_seconds=_int(env, "GNOSI_CHANGE_CHECK_SECONDS", 10),
             extract_limits=ExtractLimits(
                 max_pages=_int(env, "GNOSI_EXTRACT_MAX_PAGES", _EXTRACT.max_pages),
                 max_page_chars=_int(env, "GNOSI_EXTRACT_MAX_PAGE_CHARS", _EXTRACT.max_page_chars),

@@ -8,6 +8,7 @@ from flask import current_app
 
 from app.config import Settings
 from app.ratelimit import RateLimiter
+from app.services.recent_checks import RecentChecks
 from pipeline.answering.extractive import ExtractiveEngine
 from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.answering.types import AnswerEngine
@@ -59,6 +60,10 @@ class Services:
     def retriever(self) -> Retriever:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
         return Retriever(self.embedder, VectorCache(self.settings.vector_cache_bytes))
+
+    @cached_property
+    def recent_checks(self) -> RecentChecks:
+        return RecentChecks(self.settings.change_check_seconds)
 
     @cached_property
     def fetch_policy(self) -> FetchPolicy:

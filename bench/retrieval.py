@@ -7,8 +7,8 @@ SQuAD passages, hashing-embedder vectors, the FTS5 trigger indexing every row); 
 SciFact claims and SQuAD questions. Per query the variants run back to back (interleaved, so a
 slow spell hits all of them), warm: the deployed hybrid search (``Retriever.search``), and as
 anchors its two halves alone, the FTS5 candidates restricted to the revision inside the index
-(alembic 0009) and the vector ranking, plus the FTS5 query before 0009 (match every notebook's
-rows, then keep the revision's in the join). "cold" runs in a fresh process: the first search's
+(alembic 0009) and the vector ranking, plus the FTS5 query before this change (match every
+notebook's rows, join each to its chunk, then sort). "cold" runs in a fresh process: the first search's
 time and how much the process's resident memory grew with it.
 
 The small-notebook rows put a ``--small``-chunk notebook into the biggest instance and compare it
@@ -64,9 +64,28 @@ def build(database: Path, chunks: int, first_passage: int = 0) -> tuple[str, flo
     return notebook_id, seconds
 
 
-def _unrestricted_fts(session: Session, notebook: Notebook, match: str) -> list[int]:
-    """The lexical query before alembic 0009: every notebook's matching rows, filtered in the join."""
-    rows = session.execute(evidence.FTS_SQL, {
+# The lexical query before this change: match every notebook's rows, join each of them to its
+# chunk and membership, then sort (bm25 took column weights for (context, text) only).
+BEFORE_SQL = text(
+    """
+    SELECT c.id, bm25(chunks_fts, 0.0, :context_weight, :text_weight) AS score
+    FROM chunks_fts
+    JOIN chunks c ON c.id = chunks_fts.rowid
+    JOIN notebook_resources m
+      ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
+     AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
+    WHERE chunks_fts MATCH :match
+      AND c.revision_id = :revision_id
+      AND c.notebook_id = :notebook_id
+      AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
+    ORDER BY score
+    LIMIT :limit
+    """
+)
+
+
+def _fts_before(session: Session, notebook: Notebook, match: str) -> list[int]:
+    rows = session.execute(BEFORE_SQL, {
         "context_weight": evidence.COLUMN_WEIGHTS[0], "text_weight": evidence.COLUMN_WEIGHTS[1],
         "match": f"{{context text}} : ({match})", "revision_id": notebook.active_revision_id,
         "notebook_id": notebook.id, "vault_hash": notebook.vault_hash, "workspace_id": notebook.workspace_id,
@@ -87,13 +106,13 @@ def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str
 
     def fts_before(session: Session, notebook: Notebook, query: str) -> object:
         match = build_match_query(query)
-        return _unrestricted_fts(session, notebook, match) if match else []
+        return _fts_before(session, notebook, match) if match else []
 
     def vectors(session: Session, notebook: Notebook, query: str) -> object:
         matrix = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)
         return vector_ranking(session, notebook, matrix, embedder.embed([query])[0])
 
-    return {"hybrid": hybrid, "FTS5 in revision": fts, "FTS5 before 0009": fts_before, "vectors": vectors}
+    return {"hybrid": hybrid, "FTS5 in revision": fts, "FTS5 before": fts_before, "vectors": vectors}
 
 
 def timings(database: Path, notebook_id: str, queries: list[str], names: list[str] | None = None) -> dict[str, list[float]]:
@@ -164,7 +183,7 @@ def main() -> None:
     sizes = [int(n) for n in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{len(queries)} queries; p50 / p95 in ms, warm\n")
-        print("| chunks | store (s) | hybrid | FTS5 in revision | FTS5 before 0009 | vectors | cold first search (s) | cold RSS growth (MB) |")
+        print("| chunks | store (s) | hybrid | FTS5 in revision | FTS5 before | vectors | cold first search (s) | cold RSS growth (MB) |")
         print("|---|---|---|---|---|---|---|---|")
         databases: dict[int, tuple[Path, str]] = {}
         for size in sizes:
@@ -180,16 +199,17 @@ def main() -> None:
         alone_id, _ = build(alone_db, args.small, first_passage=5000)
         inside_id, _ = build(big, args.small, first_passage=5000)
         print(f"\nA {args.small}-chunk notebook alone, and inside the {max(sizes)}-chunk instance (hybrid, ms)\n")
-        print("| where | p50 | p95 | first hit as alone | top-10 identical to alone | top-10 overlap with alone |")
-        print("|---|---|---|---|---|---|")
+        print("| where | hybrid p50 / p95 | FTS5 in revision | FTS5 before | first hit as alone | top-10 identical to alone | top-10 overlap with alone |")
+        print("|---|---|---|---|---|---|---|")
         ranked_alone = top10(alone_db, alone_id, queries)
         for where, (database, notebook_id) in {"alone": (alone_db, alone_id), "inside": (big, inside_id)}.items():
-            hybrid = timings(database, notebook_id, queries, ["hybrid"])["hybrid"]
+            seconds = timings(database, notebook_id, queries, ["hybrid", "FTS5 in revision", "FTS5 before"])
+            cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
             pairs = list(zip(ranked_alone, top10(database, notebook_id, queries), strict=True))
             first = sum(a[:1] == b[:1] for a, b in pairs)
             same = sum(a == b for a, b in pairs)
             overlap = statistics.mean(len(set(a) & set(b)) / max(1, len(a)) for a, b in pairs)
-            print(f"| {where} | {_p(hybrid, 50):.1f} | {_p(hybrid, 95):.1f} | {first}/{len(pairs)} | {same}/{len(pairs)} "
+            print(f"| {where} | {cells} | {first}/{len(pairs)} | {same}/{len(pairs)} "
                   f"| {overlap:.0%} |", flush=True)
         with Database(big).reader() as session:
             print(f"\nchunks in the biggest instance: {session.execute(text('SELECT count(*) FROM chunks')).scalar()}")

@@ -18,20 +18,27 @@ from storage.models import Chunk, Notebook, NotebookResource, Source
 # first column, revision_id, only restricts the match (weight 0; alembic 0009).
 COLUMN_WEIGHTS = (2.0, 1.0)
 
+# The index ranks first and the join sees only its best ``depth`` rows: joining every matching row
+# before sorting doubled the query's time (bench/retrieval.py). Rows of resources removed since
+# the revision was built drop out in the join; fts_candidates then asks for a deeper list.
 FTS_SQL = text(
     """
-    SELECT c.id, bm25(chunks_fts, 0.0, :context_weight, :text_weight) AS score
-    FROM chunks_fts
-    JOIN chunks c ON c.id = chunks_fts.rowid
+    SELECT c.id, best.score
+    FROM (
+        SELECT rowid, bm25(chunks_fts, 0.0, :context_weight, :text_weight) AS score
+        FROM chunks_fts
+        WHERE chunks_fts MATCH :match
+        ORDER BY score
+        LIMIT :depth
+    ) AS best
+    JOIN chunks c ON c.id = best.rowid
     JOIN notebook_resources m
       ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
      AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
-    WHERE chunks_fts MATCH :match
-      AND c.revision_id = :revision_id
+    WHERE c.revision_id = :revision_id
       AND c.notebook_id = :notebook_id
       AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
-    ORDER BY score
-    LIMIT :limit
+    ORDER BY best.score, c.id
     """
 )
 
@@ -75,20 +82,34 @@ def fts_candidates(
     limit: int,
     weights: tuple[float, float] = COLUMN_WEIGHTS,
 ) -> list[tuple[int, float]]:
+    """The ``limit`` best chunks of current members for ``match``, best first."""
+    depth = limit
+    while True:
+        rows = session.execute(
+            FTS_SQL,
+            {
+                "context_weight": weights[0],
+                "text_weight": weights[1],
+                "match": within_revision(match, revision_id),
+                "depth": depth,
+                "revision_id": revision_id,
+                "notebook_id": notebook.id,
+                "vault_hash": notebook.vault_hash,
+                "workspace_id": notebook.workspace_id,
+            },
+        ).all()
+        if len(rows) >= limit or _fewer_than(session, match, revision_id, depth):
+            return [(int(pk), float(score)) for pk, score in rows[:limit]]
+        depth *= 4
+
+
+def _fewer_than(session: Session, match: str, revision_id: str, depth: int) -> bool:
+    """True when the revision holds fewer than ``depth`` matching rows: a deeper list adds none."""
     rows = session.execute(
-        FTS_SQL,
-        {
-            "context_weight": weights[0],
-            "text_weight": weights[1],
-            "match": within_revision(match, revision_id),
-            "revision_id": revision_id,
-            "notebook_id": notebook.id,
-            "vault_hash": notebook.vault_hash,
-            "workspace_id": notebook.workspace_id,
-            "limit": limit,
-        },
-    ).all()
-    return [(int(pk), float(score)) for pk, score in rows]
+        text("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :match LIMIT :depth)"),
+        {"match": within_revision(match, revision_id), "depth": depth},
+    ).scalar()
+    return (rows or 0) < depth
 
 
 def _evidence_query(notebook: Notebook):  # type: ignore[no-untyped-def]

@@ -131,7 +131,7 @@ def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
         owned_notebook(session, principal, notebook_id)
     svc.limiter.hit("refresh", principal.user_id)
     outcome, job = request_ingest(
-        svc, notebook_id, requested_by=principal.user_id, only_if_changed=True, honour_backoff=False
+        svc, notebook_id, requested_by=principal.user_id, only_if_changed=True, explicit=True
     )
     return {"outcome": outcome, "job": job_json(job)}, 202
 

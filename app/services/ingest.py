@@ -16,25 +16,32 @@ from tasks.ingest import dispatch_ingest
 log = logging.getLogger(__name__)
 
 
-def _nothing_changed(svc: Services, notebook_id: str, *, honour_backoff: bool) -> bool:
+def _nothing_changed(svc: Services, notebook_id: str, *, explicit: bool) -> bool:
     """True when a complete revision exists, no job runs and every source matches it.
 
-    A source in error counts as a change (the next job retries it), except, with
-    ``honour_backoff``, while its resource waits out its retry delay: an opening or a question
-    must not re-queue a resource that fails every time. An explicit refresh retries at once.
+    A source in error counts as a change (the next job retries it), except, unless ``explicit``,
+    while its resource waits out its retry delay: an opening or a question must not re-queue a
+    resource that fails every time. An opening or a question also takes a recent verdict of the
+    same notebook state (app.services.recent_checks); an explicit refresh looks and retries at once.
     """
     with svc.db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         if notebook.active_revision_id is None or jobs.active_job(session, notebook) is not None:
             return False
-        waiting = notebooks.backed_off(session, notebook, utcnow()) if honour_backoff else set()
+        stamp = (notebook.active_revision_id, notebook.updated_at)
+        if not explicit and svc.recent_checks.unchanged(notebook_id, stamp):
+            return True
+        waiting = set() if explicit else notebooks.backed_off(session, notebook, utcnow())
         member_ids = [m for m in notebooks.member_ids(session, notebook) if m not in waiting]
         previous = {k: p for k, p in ingestion.previous_sources(session, notebook).items() if k[0] not in waiting}
     plans = plan(svc, notebook, member_ids, previous)
     if touched(plans):
         with svc.db.session() as session:
             ingestion.remember_stats(session, plans)
-    return unchanged(plans, previous)
+    if not unchanged(plans, previous):
+        return False
+    svc.recent_checks.remember(notebook_id, stamp)
+    return True
 
 
 def request_ingest(
@@ -44,7 +51,7 @@ def request_ingest(
     requested_by: str,
     params: dict[str, Any] | None = None,
     only_if_changed: bool = False,
-    honour_backoff: bool = True,
+    explicit: bool = False,
 ) -> tuple[str, Job | None]:
     """Returns ("queued" | "coalesced" | "not_needed", job).
 
@@ -52,7 +59,7 @@ def request_ingest(
     read. If sending fails (broker down), the job is still queued, durably: the answer says so
     truthfully and the sweeper sends the message later from the row.
     """
-    if only_if_changed and _nothing_changed(svc, notebook_id, honour_backoff=honour_backoff):
+    if only_if_changed and _nothing_changed(svc, notebook_id, explicit=explicit):
         return "not_needed", None
     with svc.db.session() as session:
         notebook = session.get(Notebook, notebook_id)

@@ -114,6 +114,8 @@ def service_env(local_data: Path, vault: Path, table_id: str, broker_url: str = 
         GNOSI_URL_ALLOWLIST="127.0.0.1",
         GNOSI_CHAT_TURNS_PER_MINUTE="1000",
         GNOSI_REFRESHES_PER_MINUTE="1000",
+        # Tests edit vault files and open at once; the window has its own test (test_change_window).
+        GNOSI_CHANGE_CHECK_SECONDS="0",
         OMP_NUM_THREADS="1",
         OMP_WAIT_POLICY="PASSIVE",
         PYTHONUNBUFFERED="1",

@@ -10,15 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy.orm import Session
 
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.embedder import HashingEmbedder
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.extractors.pdf import PdfExtractor
-from storage import accounts, notebooks, revisions
+from pipeline.fts_query import build_match_query
+from storage import accounts, evidence, notebooks, revisions
 from storage.db import Database
 from storage.migrate import upgrade
-from storage.models import Job, Notebook
+from storage.models import Chunk, Job, Notebook
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache
 
@@ -89,3 +91,28 @@ def test_a_small_notebook_finds_the_same_beside_a_bigger_one(instance: Database)
     assert all(alone), "every question finds something"
     assert [ranking[0] for ranking in beside] == [ranking[0] for ranking in alone]
     assert {revision for ranking in beside for revision, _, _ in ranking} == {alone[0][0][0]}
+
+
+def test_the_lexical_list_reaches_past_a_removed_resource(instance: Database) -> None:
+    """The index ranks before the membership join: when the best rows belong to a resource removed
+    since the revision was built, a deeper list still fills the requested candidates."""
+    notebook_id = _notebook(instance, "removing", ("dmca.pdf", "tracemonkey.pdf"))
+    match = build_match_query("copyright protection of online service providers")
+    assert match is not None
+    with instance.session() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        revision_id = notebook.active_revision_id
+        before = evidence.fts_candidates(session, notebook, revision_id, match, 5)
+        assert {_resource(session, pk) for pk, _ in before} == {"dmca.pdf"}
+        notebooks.remove_resource(session, notebook, "dmca.pdf")
+    with instance.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        after = evidence.fts_candidates(session, notebook, revision_id, match, 5)
+        assert len(after) == 5 and {_resource(session, pk) for pk, _ in after} == {"tracemonkey.pdf"}
+
+
+def _resource(session: Session, pk: int) -> str:
+    chunk = session.get(Chunk, pk)
+    assert chunk is not None
+    return chunk.resource_id
