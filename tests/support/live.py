@@ -137,11 +137,15 @@ class Deployment:
     def start_worker(self, name: str, queues: str = "coordinator,extract,chunk", *, beat: bool = False,
                      concurrency: int = 1, cwd: Path | None = None, **env: str) -> subprocess.Popen:
         """A real `celery worker` process in its own session (so a test can SIGKILL the group)."""
-        log_path = self.tmp / f"worker-{name}.log"
         command = [
             sys.executable, "-m", "celery", "-A", "tasks.worker", "worker", "-Q", queues, "-c", str(concurrency),
             "--loglevel", "INFO", "-n", f"{name}-{time.monotonic_ns()}@%h", *(["-B", "-s", str(self.tmp / f"beat-{name}")] if beat else []),
         ]
+        return self.start_celery(name, command, cwd=cwd, **env)
+
+    def start_celery(self, name: str, command: list[str], *, cwd: Path | None = None, **env: str) -> subprocess.Popen:
+        """Run ``command`` (a Celery worker, or `gnosi worker`) until its log says it is ready."""
+        log_path = self.tmp / f"worker-{name}.log"
         offset = log_path.stat().st_size if log_path.exists() else 0
         with log_path.open("ab") as log:
             process = subprocess.Popen(

@@ -1,0 +1,40 @@
+"""compose.yaml is a valid Compose file and describes the topology the README documents."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
+
+
+def _services() -> dict[str, Any]:
+    return yaml.safe_load((REPO / "compose.yaml").read_text())["services"]
+
+
+def test_the_compose_file_validates_against_the_compose_specification() -> None:
+    """check-jsonschema ships the Compose specification's JSON schema (Docker is not needed)."""
+    result = subprocess.run(
+        [str(CHECK_JSONSCHEMA), "--builtin-schema", "vendor.compose-spec", str(REPO / "compose.yaml")],
+        capture_output=True, text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_only_web_and_the_coordinator_hold_the_data_volume() -> None:
+    mounted = {name for name, service in _services().items()
+               if any(str(volume).startswith("gnosi-data:") for volume in service.get("volumes", []))}
+    assert mounted == {"web", "coordinator"}
+
+
+def test_one_beat_and_web_is_healthy_only_when_ready() -> None:
+    services = _services()
+    assert [name for name, service in services.items() if "--beat" in service["command"]] == ["coordinator"]
+    assert "/readyz" in " ".join(services["web"]["healthcheck"]["test"])
+    assert services["extract"]["depends_on"]["web"] == {"condition": "service_healthy"}
+    assert services["extract"]["command"][-4:] == ["-Q", "extract,chunk", "-c", "1"]
+    assert "FLOWER_BASIC_AUTH" in services["flower"]["environment"]
