@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CORPUS = REPO.parent / "shared" / "corpus"
@@ -31,6 +30,8 @@ FAKE_OPENAI_SERVER = REPO / "tests" / "support" / "fake_openai_server.py"
 def require(condition: bool, reason: str) -> None:
     if condition:
         return
+    import pytest  # here, so that the benches that use this module run without the test extras
+
     if os.environ.get("GNOSI_REQUIRE_ALL") == "1":
         pytest.fail(f"required service missing: {reason}")
     pytest.skip(reason)  # only when GNOSI_REQUIRE_ALL is not set (see above)
