@@ -11,7 +11,7 @@ from sqlalchemy import select
 
 from app.services.recent_checks import RecentChecks
 from storage.models import Job
-from steps.test_task_contract import counting, ingest, wrap
+from steps.test_task_contract import counting, ingest, open_notebook, wrap
 
 if TYPE_CHECKING:
     from steps.conftest import Instance, Lab
@@ -38,20 +38,15 @@ def test_an_edited_file_is_noticed_after_the_window_and_not_before(
     observed: list[tuple[Any, ...]] = []
     wrap(monkeypatch, "app.services.ingest.plan", counting(observed))
 
-    def open_notebook() -> str:
-        response = instance.call("GET", f"/api/notebooks/{notebook_id}?open=1")
-        assert response.status_code == 200, response.json
-        return response.json["ingest"]
-
-    assert [open_notebook() for _ in range(3)] == ["not_needed"] * 3
+    assert [open_notebook(instance, notebook_id) for _ in range(3)] == ["not_needed"] * 3
     assert len(observed) == 1, "the second and third openings trust the first one's verdict"
 
     pdf = lab.vault.root / "files" / "dmca.pdf"
     pdf.write_bytes(pdf.read_bytes() + b"\n% edited\n")
     clock.now += WINDOW - 1
-    assert open_notebook() == "not_needed", "inside the window the edit is not looked for"
+    assert open_notebook(instance, notebook_id) == "not_needed", "inside the window the edit is not looked for"
     clock.now += 2
-    assert open_notebook() == "queued", "the first opening after the window notices it"
+    assert open_notebook(instance, notebook_id) == "queued", "the first opening after the window notices it"
     assert instance.wait_job_end(_last_job(instance, notebook_id)).state == "succeeded"
 
 

@@ -84,6 +84,13 @@ def ingest(instance: Instance, resource_ids: list[str] = BOTH) -> tuple[str, Job
     return notebook_id, instance.wait_job_end(job_id)
 
 
+def open_notebook(instance: Instance, notebook_id: str) -> str:
+    """``GET /api/notebooks/{id}?open=1``: what the opening's change check decided."""
+    response = instance.call("GET", f"/api/notebooks/{notebook_id}?open=1")
+    assert response.status_code == 200, response.json
+    return response.json["ingest"]
+
+
 def cancel_active_jobs(instance: Instance) -> list[str]:
     """Ask to cancel every notebook's active job, as the cancel endpoint does; the states the jobs
     moved to (``cancelling`` for a running one)."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from steps.test_task_contract import counting, ingest, wrap
+from steps.test_task_contract import counting, ingest, open_notebook, wrap
 
 if TYPE_CHECKING:
     from steps.conftest import Instance, Lab
@@ -31,14 +31,9 @@ def test_a_touched_file_is_hashed_once(
     hashed: list[tuple[Any, ...]] = []
     wrap(monkeypatch, "pipeline.fingerprint.file_sha256", counting(hashed))
 
-    def open_notebook() -> str:
-        response = instance.call("GET", f"/api/notebooks/{notebook_id}?open=1")
-        assert response.status_code == 200, response.json
-        return response.json["ingest"]
-
     files = lab.vault.root / "files"
     touch(files / "dmca.pdf")
-    assert [open_notebook() for _ in range(3)] == ["not_needed"] * 3
+    assert [open_notebook(instance, notebook_id) for _ in range(3)] == ["not_needed"] * 3
     assert [Path(args[0]).name for args in hashed] == ["dmca.pdf"]
 
     # Touched again, and seen first by a job's own planning (re-extracting one resource does not
@@ -50,5 +45,5 @@ def test_a_touched_file_is_hashed_once(
     refreshed = instance.wait_job_end(response.json["job_id"])
     assert refreshed.state == "succeeded" and refreshed.total == 1, "only the refreshed resource is extracted again"
     hashed.clear()
-    assert [open_notebook() for _ in range(2)] == ["not_needed"] * 2
+    assert [open_notebook(instance, notebook_id) for _ in range(2)] == ["not_needed"] * 2
     assert hashed == [], "a carried-over source kept the stat of an older observation"
