@@ -21,9 +21,21 @@ COLUMN_WEIGHTS = (2.0, 1.0)
 # The index ranks first and the join sees only its best ``depth`` rows: joining every matching row
 # before sorting doubled the query's time (bench/retrieval.py). Rows of resources removed since
 # the revision was built drop out in the join; fts_candidates then asks for a deeper list.
+# The best ``depth`` rows come from the index alone; each is then looked up (by primary key) to say
+# whether it still belongs to a member of the notebook. Rows of a resource removed since the revision
+# was built are marked, not dropped, so the caller knows whether a deeper list could add any.
 FTS_SQL = text(
     """
-    SELECT c.id, best.score
+    SELECT best.rowid, best.score, EXISTS (
+        SELECT 1 FROM chunks c
+        JOIN notebook_resources m
+          ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
+         AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
+        WHERE c.id = best.rowid
+          AND c.revision_id = :revision_id
+          AND c.notebook_id = :notebook_id
+          AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
+    ) AS member
     FROM (
         SELECT rowid, bm25(chunks_fts, 0.0, :context_weight, :text_weight) AS score
         FROM chunks_fts
@@ -31,14 +43,7 @@ FTS_SQL = text(
         ORDER BY score
         LIMIT :depth
     ) AS best
-    JOIN chunks c ON c.id = best.rowid
-    JOIN notebook_resources m
-      ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
-     AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
-    WHERE c.revision_id = :revision_id
-      AND c.notebook_id = :notebook_id
-      AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
-    ORDER BY best.score, c.id
+    ORDER BY best.score, best.rowid
     """
 )
 
@@ -98,18 +103,10 @@ def fts_candidates(
                 "workspace_id": notebook.workspace_id,
             },
         ).all()
-        if len(rows) >= limit or _fewer_than(session, match, revision_id, depth):
-            return [(int(pk), float(score)) for pk, score in rows[:limit]]
+        kept = [(int(pk), float(score)) for pk, score, member in rows if member]
+        if len(kept) >= limit or len(rows) < depth:  # enough, or the index holds no more
+            return kept[:limit]
         depth *= 4
-
-
-def _fewer_than(session: Session, match: str, revision_id: str, depth: int) -> bool:
-    """True when the revision holds fewer than ``depth`` matching rows: a deeper list adds none."""
-    rows = session.execute(
-        text("SELECT count(*) FROM (SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH :match LIMIT :depth)"),
-        {"match": within_revision(match, revision_id), "depth": depth},
-    ).scalar()
-    return (rows or 0) < depth
 
 
 def _evidence_query(notebook: Notebook):  # type: ignore[no-untyped-def]

@@ -1,12 +1,13 @@
 """Notebooks recently found unchanged, so that openings and questions do not re-observe them.
 
 An opening or a question compares every member's sources with the active revision: reading the
-table's records and stat-ing each attachment costs ~60 ms at 1,000 resources, on every turn. A
-verdict of "nothing changed" is kept for ``GNOSI_CHANGE_CHECK_SECONDS``, per process, and only
-while the notebook's durable state is the one it was computed on (``stamp``: the active revision
-and the notebook's ``updated_at``, which membership changes move). So a file edited on disk is
-noticed by the first opening or question after the window; anything done through the service
-(adding or removing sources, a new revision) is noticed at once. An explicit refresh always looks.
+table's records and stat-ing each attachment costs ~150 ms at 1,000 resources
+(bench/change_check.py), on every turn. A verdict of "nothing changed" is kept for
+``GNOSI_CHANGE_CHECK_SECONDS``, per process, and only while the notebook's durable state is the
+one it was computed on (``stamp``: the active revision and the notebook's ``updated_at``, which
+membership changes move). So a file edited on disk is noticed by the first opening or question
+after the window; anything done through the service (adding or removing sources, a new revision)
+is noticed at once. An explicit refresh always looks.
 """
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from pipeline.chunker import ChunkSettings, chunk_segments
@@ -116,3 +117,23 @@ def _resource(session: Session, pk: int) -> str:
     chunk = session.get(Chunk, pk)
     assert chunk is not None
     return chunk.resource_id
+
+
+def test_a_short_lexical_list_costs_one_query(instance: Database) -> None:
+    """Fewer matches than asked for is the usual case of a small notebook or a rare word: the
+    index's own list says there are no more, so no second query is run to find out."""
+    notebook_id = _notebook(instance, "rare", ("dmca.pdf",))
+    match = build_match_query("vessel hull")
+    assert match is not None
+    statements: list[str] = []
+    with instance.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        listen = lambda *args: statements.append(args[2])  # noqa: E731 (conn, cursor, statement, ...)
+        event.listen(session.get_bind(), "before_cursor_execute", listen)
+        try:
+            found = evidence.fts_candidates(session, notebook, notebook.active_revision_id, match, 500)
+        finally:
+            event.remove(session.get_bind(), "before_cursor_execute", listen)
+    assert 0 < len(found) < 500
+    assert len([statement for statement in statements if "chunks_fts" in statement]) == 1
