@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from flask import Flask
 
+from app import logs
 from app.config import Settings
 from app.errors import register_error_handlers
 from app.security import register_security_headers
@@ -23,10 +24,12 @@ def create_app(settings: Settings | None = None) -> Flask:
         PERMANENT_SESSION_LIFETIME=60 * 60 * 24 * 14,
     )
     app.json.sort_keys = False  # type: ignore[attr-defined]
+    logs.configure(settings)
     app.extensions["gnosi"] = Services(settings)
     celery_init_app(app, settings)
     register_error_handlers(app)
     register_security_headers(app)
+    logs.register_request_ids(app)
 
     from app.api import register_blueprints
 

@@ -18,6 +18,8 @@ from pipeline.extractors.limits import ExtractLimits
 # The embedded broker's URL scheme: kombu's SQLAlchemy transport with a cheaper poll
 # (tasks.embedded_broker registers it).
 EMBEDDED_BROKER_SCHEME = "gnosi-sqlite"
+LOG_FORMATS = ("text", "json")
+LOG_LEVELS = ("info", "debug", "warning", "error")
 _EXTRACT = ExtractLimits()
 _CHUNKS = ChunkSettings()
 
@@ -25,6 +27,14 @@ _CHUNKS = ChunkSettings()
 def _int(env: dict[str, str], name: str, default: int) -> int:
     raw = env.get(name, "").strip()
     return int(raw) if raw else default
+
+
+def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
+    """The setting's value, one of ``choices`` (the first is the default)."""
+    raw = env.get(name, "").strip().lower() or choices[0]
+    if raw not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, not {raw!r}")
+    return raw
 
 
 def _csv(env: dict[str, str], name: str) -> tuple[str, ...]:
@@ -71,6 +81,8 @@ class Settings:
     ws_sockets_per_user: int = 8
     ws_max_sockets: int = 500
     web_connections: int = 1000
+    log_format: str = "text"
+    log_level: str = "info"
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -124,6 +136,8 @@ class Settings:
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),
             ws_max_sockets=_int(env, "GNOSI_WS_MAX_SOCKETS", 500),
             web_connections=_int(env, "GNOSI_WEB_CONNECTIONS", 1000),
+            log_format=_choice(env, "GNOSI_LOG_FORMAT", LOG_FORMATS),
+            log_level=_choice(env, "GNOSI_LOG_LEVEL", LOG_LEVELS),
         )
 
     @property

@@ -7,6 +7,7 @@ from functools import cached_property
 from flask import current_app
 
 from app.config import Settings
+from app.metrics import SEARCH
 from app.ratelimit import RateLimiter
 from app.services.recent_checks import RecentChecks
 from pipeline.answering.extractive import ExtractiveEngine
@@ -59,7 +60,7 @@ class Services:
     @cached_property
     def retriever(self) -> Retriever:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
-        return Retriever(self.embedder, VectorCache(self.settings.vector_cache_bytes))
+        return Retriever(self.embedder, VectorCache(self.settings.vector_cache_bytes), observe=SEARCH.observe)
 
     @cached_property
     def recent_checks(self) -> RecentChecks:

@@ -9,6 +9,7 @@ import math
 
 from app.config import Settings
 from app.errors import ApiError
+from app.metrics import RATE_LIMITED
 from storage import rate_limits
 from storage.db import Database
 
@@ -28,9 +29,12 @@ class RateLimiter:
         """Take one slot of ``action`` for ``key`` (e.g. a user id); 0 when allowed, else the
         seconds until a slot frees up (nothing is taken then)."""
         with self.db.session() as session:
-            return rate_limits.hit(
+            wait = rate_limits.hit(
                 session, ":".join((action, *key)), limit=self.per_minute[action], period=PERIOD_SECONDS
             )
+        if wait:
+            RATE_LIMITED.labels(action).inc()
+        return wait
 
     def hit(self, action: str, *key: str) -> None:
         """Count one ``action``, or raise 429 with the seconds until the next slot."""

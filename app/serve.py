@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from datetime import datetime
 
@@ -23,6 +25,7 @@ from celery import Celery
 
 from app.config import Settings
 from app.instance_lock import InstanceLock
+from app.metrics import MULTIPROCESS_DIR
 from pipeline.parent_death import die_with_parent
 from storage import jobs
 from storage.db import Database
@@ -33,6 +36,8 @@ from tasks.celery_app import ALL_QUEUES, ROLE_QUEUES
 # gunicorn's gevent worker reads every request head (request line and headers) under its
 # keep-alive timer, so this also bounds how long a half-sent request (slowloris) is kept.
 REQUEST_HEAD_SECONDS = 5
+# gunicorn's own line per request, with the id the app gave it (app/logs.py) to find its lines.
+ACCESS_LOG_FORMAT = '%(h)s "%(r)s" %(s)s %(b)s %(M)sms request_id=%({x-request-id}o)s'
 # On shutdown, connections still open after this (idle websockets, turns) are closed.
 GRACEFUL_SECONDS = 10
 
@@ -63,13 +68,20 @@ class WebServer:
             "--graceful-timeout", str(GRACEFUL_SECONDS),
             "--timeout", "120",
             "--access-logfile", "-",
+            "--access-logformat", ACCESS_LOG_FORMAT,
             "--no-control-socket",
+            "--config", "python:serving.hooks",
         ]
 
     def run(self) -> None:
         """Serve until gunicorn exits; SIGTERM, SIGINT and SIGHUP sent to this process reach it.
         gunicorn dies with this process (its own workers follow their master)."""
-        process = subprocess.Popen(self.command(), preexec_fn=functools.partial(die_with_parent, os.getpid()))
+        metrics_dir = tempfile.mkdtemp(prefix="gnosi-metrics-")  # fresh each start (app/metrics.py)
+        process = subprocess.Popen(
+            self.command(),
+            env={**os.environ, MULTIPROCESS_DIR: metrics_dir},
+            preexec_fn=functools.partial(die_with_parent, os.getpid()),
+        )
         forwarded = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
         previous = {sig: signal.signal(sig, lambda signum, _frame: process.send_signal(signum)) for sig in forwarded}
         try:
@@ -77,6 +89,7 @@ class WebServer:
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            shutil.rmtree(metrics_dir, ignore_errors=True)
         if returncode:
             raise SystemExit(returncode)
 

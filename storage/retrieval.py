@@ -5,6 +5,8 @@ current membership is applied on every query, so a removed resource's chunks van
 """
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -60,14 +62,18 @@ def vector_ranking(
 class Retriever:
     """Hybrid search with one embedder and one process-wide cache of revisions' vectors."""
 
-    def __init__(self, embedder: Embedder, vectors: VectorCache) -> None:
+    def __init__(
+        self, embedder: Embedder, vectors: VectorCache, observe: Callable[[float], None] = lambda seconds: None
+    ) -> None:
         self.embedder = embedder
         self.vectors = vectors
+        self.observe = observe  # told each search's seconds (the web app's latency histogram)
 
     def search(
         self, session: Session, notebook: Notebook, revision_id: str, query: str, *, limit: int = MAX_RESULTS
     ) -> list[Hit]:
         """Up to ``limit`` (≤ 50) chunks of ``revision_id``, best first."""
+        started = time.perf_counter()
         limit = max(1, min(limit, MAX_RESULTS))
         match = build_match_query(query)
         lexical = (
@@ -81,4 +87,6 @@ class Retriever:
             [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
         )[:limit]
         chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
-        return [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
+        hits = [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
+        self.observe(time.perf_counter() - started)
+        return hits

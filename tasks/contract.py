@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from app.extensions import services
+from app.logs import log_ids
 from pipeline.source_processing import SourceResult
 from pipeline.types import PipelineError
 from storage import ingestion, jobs
@@ -64,26 +66,52 @@ def source_step(
     def wrap(run: SourceStep) -> SourceStep:
         @functools.wraps(run)
         def checked(incoming: dict[str, Any], job_id: str, *args: Any) -> dict[str, Any]:
-            source_id = incoming["source_id"]
             if incoming.get("status", "extracted") != "extracted":
                 return incoming
-            try:
-                if not reads_state_itself(incoming) and services().internal_api.job_state(job_id) != "running":
-                    return SourceResult(source_id, "cancelled").to_message()
-                return run(incoming, job_id, *args)
-            except InternalApiUnavailable:
-                raise
-            except Exception as err:  # noqa: BLE001 (the contract: every failure becomes the source's error)
-                if isinstance(err, PipelineError) and err.code in STOPPED:
-                    return SourceResult(source_id, "cancelled").to_message()
-                if not isinstance(err, PipelineError):
-                    log.exception("the %s step failed on source %s", step, source_id)
-                code, message = reason(step, err)
-                return SourceResult(source_id, "error", code, message, incoming.get("meta") or {}).to_message()
+            clock = StepClock(incoming.get("timings") or {}, step)
+            with log_ids(job_id=job_id, source_id=incoming["source_id"]):
+                outcome = _kept(step, reads_state_itself, run, incoming, job_id, *args)
+            # Database-free steps cannot record how long they took: the message carries it to
+            # the index step, which does (storage.step_durations).
+            return {**outcome, "timings": clock.timings()}
 
         return checked
 
     return wrap
+
+
+def _kept(
+    step: str, reads_state_itself: Callable[[dict[str, Any]], bool], run: SourceStep,
+    incoming: dict[str, Any], job_id: str, *args: Any,
+) -> dict[str, Any]:
+    """``run``'s message, or the source's ``cancelled`` or ``error`` outcome as the contract says."""
+    source_id = incoming["source_id"]
+    try:
+        if not reads_state_itself(incoming) and services().internal_api.job_state(job_id) != "running":
+            return SourceResult(source_id, "cancelled").to_message()
+        return run(incoming, job_id, *args)
+    except InternalApiUnavailable:
+        raise
+    except Exception as err:  # noqa: BLE001 (the contract: every failure becomes the source's error)
+        if isinstance(err, PipelineError) and err.code in STOPPED:
+            return SourceResult(source_id, "cancelled").to_message()
+        if not isinstance(err, PipelineError):
+            log.exception("the %s step failed on source %s", step, source_id)
+        code, message = reason(step, err)
+        return SourceResult(source_id, "error", code, message, incoming.get("meta") or {}).to_message()
+
+
+class StepClock:
+    """A step's start, and the durations of the source's earlier steps that its message carried."""
+
+    def __init__(self, earlier: Mapping[str, float], step: str) -> None:
+        self.earlier = dict(earlier)
+        self.step = step
+        self.started = time.perf_counter()
+
+    def timings(self) -> dict[str, float]:
+        """Every step's seconds so far, this one's up to now."""
+        return {**self.earlier, self.step: time.perf_counter() - self.started}
 
 
 def running_job(session: Session, job_id: str) -> Job | None:

@@ -25,6 +25,7 @@ from typing import Any
 from celery import chain, shared_task
 
 from app.extensions import services
+from app.logs import log_ids
 from app.services.current_sources import plan
 from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
@@ -33,10 +34,10 @@ from pipeline.extraction_cache import attachment_inputs, decode, encode, extract
 from pipeline.planning import unchanged
 from pipeline.source_processing import SourceResult, Unchanged, chunk_extraction, extract_read, read_source
 from pipeline.types import Extraction, PipelineError, SourceRef
-from storage import ingestion, jobs, notebooks, revisions
+from storage import ingestion, jobs, notebooks, revisions, step_durations
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
-from tasks.contract import fail_job, reason, running_job, source_step
+from tasks.contract import StepClock, fail_job, reason, running_job, source_step
 from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,10 @@ def fingerprint(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
     An unexpected failure is tried again with the job's attempts as the count; an expected one
     (the notebook's table is gone, say) fails the job at once: trying again would not change it.
     """
+    clock = StepClock({}, "fingerprint")
     try:
-        _fingerprint(job_id, f"{self.request.hostname}/{os.getpid()}")
+        with log_ids(job_id=job_id):
+            _fingerprint(job_id, f"{self.request.hostname}/{os.getpid()}", clock)
     except PipelineError as err:
         fail_job(job_id, "fingerprint", err)
     except Exception as err:
@@ -95,7 +98,7 @@ def fingerprint(self, job_id: str) -> None:  # type: ignore[no-untyped-def]
         raise self.retry(exc=err, countdown=min(2 ** job.attempts, 60)) from err
 
 
-def _fingerprint(job_id: str, owner: str) -> None:
+def _fingerprint(job_id: str, owner: str, clock: StepClock) -> None:
     svc = services()
     max_attempts = svc.settings.job_max_attempts
     with svc.db.session() as session:
@@ -123,6 +126,7 @@ def _fingerprint(job_id: str, owner: str) -> None:
             return
         notebook = session.get(Notebook, job.notebook_id)
         ingestion.remember_stats(session, plans)  # before reused sources are copied, so copies have it too
+        step_durations.observe(session, clock.timings())  # a resumed draft's run is not counted
         if unchanged(plans, previous) and notebook.active_revision_id:
             after_finish(ingestion.finish_unchanged(session, job, notebook))
             return
@@ -269,12 +273,15 @@ def index(message: dict[str, Any], job_id: str) -> None:
     that cannot be written, the source stays ``indexing`` for lease recovery to send again.
     """
     svc = services()
+    clock = StepClock(message.get("timings") or {}, "index")
     try:
-        complete = _index(job_id, message)
+        with log_ids(job_id=job_id, source_id=message["source_id"]):
+            complete = _index(job_id, message, clock)
     except Exception as err:
         log.exception("indexing source %s of job %s failed", message["source_id"], job_id)
         code, text = reason("index", err)
-        complete = _record(job_id, SourceResult(message["source_id"], "error", code, text, message.get("meta") or {}))
+        failed = SourceResult(message["source_id"], "error", code, text, message.get("meta") or {})
+        complete = _record(job_id, failed, clock)
     finally:
         if message.get("pack"):
             svc.spool.discard(job_id, message["source_id"], message["pack"])
@@ -282,23 +289,23 @@ def index(message: dict[str, Any], job_id: str) -> None:
         activate.delay(job_id)
 
 
-def _index(job_id: str, message: dict[str, Any]) -> bool:
+def _index(job_id: str, message: dict[str, Any], clock: StepClock) -> bool:
     """The pack is read and checked before the write transaction, which it would only lengthen."""
     with services().db.reader() as session:
         job = jobs.get(session, job_id)
         state = job.state if job is not None else None
         waiting = state == "running" and ingestion.awaiting_result(session, job, message["source_id"]) is not None
     if state == "cancelling":
-        return _record(job_id, None)
+        return _record(job_id, None, clock)
     if not waiting:  # an ended job, or a repeated or late message: this source has its result
         return False
     parsed = _with_evidence(job_id, message)
-    return parsed is not None and _record(job_id, parsed)
+    return parsed is not None and _record(job_id, parsed, clock)
 
 
-def _record(job_id: str, result: SourceResult | None) -> bool:
-    """Record ``result`` (None: nothing to record, only the job's state to honour); True when no
-    source of the job is left waiting."""
+def _record(job_id: str, result: SourceResult | None, clock: StepClock) -> bool:
+    """Record ``result`` (None: nothing to record, only the job's state to honour) and the
+    source's step durations; True when no source of the job is left waiting."""
     keep_bytes: tuple[str, str | None] | None = None
     with services().db.session() as session:
         job = running_job(session, job_id)
@@ -310,6 +317,7 @@ def _record(job_id: str, result: SourceResult | None) -> bool:
             keep_bytes = (source.value, source.content_hash)
         jobs.heartbeat(session, job_id, lease())
         complete = revisions.pending_count(session, job.revision_id) == 0
+        step_durations.observe(session, clock.timings())
     if keep_bytes:
         _keep_attachment_copy(*keep_bytes)
     return complete
@@ -329,13 +337,15 @@ def _keep_attachment_copy(rel_path: str, sha256: str | None) -> None:
 @shared_task(name="ingest.activate")
 def activate(job_id: str) -> None:
     """Activate the job's draft once no source waits (or keep it as an audit record)."""
+    clock = StepClock({}, "activate")
     try:
-        with services().db.session() as session:
+        with log_ids(job_id=job_id), services().db.session() as session:
             job = running_job(session, job_id)
             if job is None:
                 return
             notebook = session.get(Notebook, job.notebook_id)
             finish = ingestion.finish_if_complete(session, job, notebook, retention())
+            step_durations.observe(session, clock.timings())
     except Exception as err:
         log.exception("activating job %s failed", job_id)
         fail_job(job_id, "activate", err)

@@ -1,11 +1,12 @@
 """Entry point for ``celery -A tasks.worker worker``: builds the app from the environment."""
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import signals
 
-from app import create_app
+from app import create_app, logs
 from pipeline.parent_death import die_with_parent
 
 flask_app = create_app()
@@ -21,3 +22,11 @@ def _beat_dies_with_its_worker(**_: object) -> None:
     beat process does not: a SIGKILLed worker left beat sending sweeps, a second scheduler beside
     the next worker's. Set the same parent-death signal on beat."""
     die_with_parent(_WORKER_PID)
+
+
+@signals.after_setup_logger.connect
+@signals.after_setup_task_logger.connect
+def _our_log_format(logger: logging.Logger, **_: object) -> None:
+    """Celery's handlers (its task logger's, and the root's where it made one) write in this
+    instance's format, with the task's and job's ids (app/logs.py)."""
+    logs.adopt(logger, flask_app.extensions["gnosi"].settings)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -13,6 +14,7 @@ from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import Services, services
 from app.http import json_object
+from app.metrics import CHAT_DONE, CHAT_FIRST_EVENT
 from app.services.chat_request import READY_STATES, authorize_turn, parse_turn
 from app.services.chat_turn import run_turn
 from app.services.ingest import request_ingest
@@ -22,6 +24,8 @@ from storage.models import User
 from storage.scope import Principal
 
 bp = Blueprint("chat", __name__)
+# A turn ends with one of these (app.services.chat_turn, and _guarded for an engine failure).
+LAST_EVENTS = ("done", "error")
 
 
 def start_turn(
@@ -31,6 +35,7 @@ def start_turn(
 
     Shared by SSE and the websocket, so both transports run the same code path.
     """
+    started = time.perf_counter()
     turn = parse_turn(body)
     with svc.db.reader() as session:
         contexts = authorize_turn(session, principal, turn)
@@ -38,7 +43,20 @@ def start_turn(
     # Asking compares the sources with the active revision; a change only queues a job, so the
     # revisions pinned above stay the ones this turn answers from.
     request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
-    return _guarded(run_turn(svc, principal, turn, contexts, should_stop))
+    return _timed(_guarded(run_turn(svc, principal, turn, contexts, should_stop)), started)
+
+
+def _timed(events: Iterator[tuple[str, dict[str, Any]]], started: float) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The turn's events, measuring when the first and the last leave (app.metrics). The last is
+    measured before it is sent: once the client has it, the metric must already count it."""
+    first = True
+    for event in events:
+        if first:
+            CHAT_FIRST_EVENT.observe(time.perf_counter() - started)
+            first = False
+        if event[0] in LAST_EVENTS:
+            CHAT_DONE.observe(time.perf_counter() - started)
+        yield event
 
 
 def _guarded(events: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -38,6 +38,7 @@ from app.auth import current_principal, principal_from_token
 from app.config import Settings
 from app.errors import ApiError
 from app.extensions import services
+from app.metrics import SOCKETS_OPEN
 from app.http import parse_json_object
 from storage.scope import Principal
 
@@ -148,7 +149,7 @@ def register_websocket(app: Flask) -> None:
         if _cross_site_cookie_handshake():
             session.clear()
         try:
-            with slots.slot() as slot:
+            with slots.slot() as slot, SOCKETS_OPEN.track_inprogress():
                 ChatSocket(ws, settings, slots, slot).serve()
         except SocketRefused as refused:
             ws.close(refused.code, refused.reason)

@@ -1,10 +1,13 @@
-"""Probes for process managers and load balancers; no sign-in, and nothing a caller could misuse."""
+"""Probes for process managers and load balancers, and metrics for Prometheus; no sign-in, and
+nothing a caller could misuse (no ids, no content)."""
 from __future__ import annotations
 
-from flask import Blueprint, current_app
+from flask import Blueprint, Response, current_app
 
 from app.extensions import services
+from app.metrics import CONTENT_TYPE, DurableCollector, exposition
 from app.services.readiness import checks
+from tasks.celery_app import ALL_QUEUES
 
 bp = Blueprint("health", __name__)
 
@@ -23,3 +26,10 @@ def readyz():  # type: ignore[no-untyped-def]
     if all(check.ok for check in found):
         return body
     return {**body, "status": "not_ready", "code": "NOT_READY"}, 503
+
+
+@bp.get("/metrics")
+def metrics():  # type: ignore[no-untyped-def]
+    """Prometheus's text format (app.metrics): counts and durations only, no ids or content."""
+    durable = DurableCollector(services().db, current_app.extensions["celery"], ALL_QUEUES)
+    return Response(exposition(durable), content_type=CONTENT_TYPE)

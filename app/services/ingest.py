@@ -64,6 +64,7 @@ def request_ingest(
     with svc.db.session() as session:
         notebook = session.get(Notebook, notebook_id)
         request = jobs.request_ingest(session, notebook, requested_by=requested_by, params=params or {})
+    log.info("ingestion %s: job %s", request.outcome, request.job.id, extra={"job_id": request.job.id})
     if request.outcome == "queued":
         try:
             dispatch_ingest(request.job.id)
