@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -23,6 +24,7 @@ from storage import conversations, notebooks, revisions
 from storage.models import User
 from storage.scope import Principal
 
+log = logging.getLogger(__name__)
 bp = Blueprint("chat", __name__)
 # A turn ends with one of these (app.services.chat_turn, and _guarded for an engine failure).
 LAST_EVENTS = ("done", "error")
@@ -40,10 +42,24 @@ def start_turn(
     with svc.db.reader() as session:
         contexts = authorize_turn(session, principal, turn)
     svc.limiter.hit("chat", principal.user_id)
-    # Asking compares the sources with the active revision; a change only queues a job, so the
-    # revisions pinned above stay the ones this turn answers from.
-    request_ingest(svc, turn.notebook_id, requested_by=principal.user_id, only_if_changed=True)
-    return _timed(_guarded(run_turn(svc, principal, turn, contexts, should_stop)), started)
+    events = _guarded(run_turn(svc, principal, turn, contexts, should_stop))
+    return _timed(_checking_afterwards(events, svc, turn.notebook_id, principal.user_id), started)
+
+
+def _checking_afterwards(
+    events: Iterator[tuple[str, dict[str, Any]]], svc: Services, notebook_id: str, user_id: str
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Asking compares the sources with the active revision (a change queues a job; this turn
+    answers from the revisions pinned above either way). Done once the turn's events are out, also
+    when the client left early, so that the check (a stat of every attachment, when its window
+    has passed) never delays the answer."""
+    try:
+        yield from events
+    finally:
+        try:
+            request_ingest(svc, notebook_id, requested_by=user_id, only_if_changed=True)
+        except Exception:  # the answer is out; a failed check is logged, the next ask checks again
+            log.exception("the change check after a chat turn failed")
 
 
 def _timed(events: Iterator[tuple[str, dict[str, Any]]], started: float) -> Iterator[tuple[str, dict[str, Any]]]:

@@ -29,6 +29,7 @@ from pipeline.answering.types import (
     done_event,
     token_event,
     tool_event,
+    tool_started_event,
     until_stopped,
 )
 from pipeline.textnorm import fold
@@ -98,6 +99,7 @@ class ExtractiveEngine:
 
     def _events(self, question: str, tools: ToolRegistry) -> Generator[AnswerEvent, None, None]:
         arguments = {"query": question[:MAX_QUERY_CHARS], "limit": self.settings.search_limit}
+        yield tool_started_event(SEARCH_NOTEBOOK, arguments)
         evidence = tools.call(SEARCH_NOTEBOOK, arguments)
         yield tool_event(SEARCH_NOTEBOOK, tools.calls[-1].arguments, tools.calls[-1].result_count)
         quotes = select_quotes(question, evidence, self.settings)

@@ -34,6 +34,7 @@ from pipeline.answering.types import (
     done_event,
     token_event,
     tool_event,
+    tool_started_event,
     until_stopped,
 )
 from pipeline.types import PipelineError
@@ -98,7 +99,7 @@ class OpenAICompatibleEngine:
             json.dumps({"query": question[:MAX_QUERY_CHARS], "limit": DEFAULT_SEARCH_RESULTS}),
         )
         messages.append(_assistant_message("", [search]))
-        yield self._run_tool(search, tools, messages)
+        yield from self._run_tool(search, tools, messages)
         marker_filter = MarkerFilter(tools)
         shown: list[str] = []
         with httpx.Client(timeout=self.timeout) as client:
@@ -124,7 +125,7 @@ class OpenAICompatibleEngine:
                 messages.append(_assistant_message("".join(round_text), calls))
                 for position, call in enumerate(calls):
                     if position < MAX_CALLS_PER_ROUND:
-                        yield self._run_tool(call, tools, messages)
+                        yield from self._run_tool(call, tools, messages)
                     else:
                         error = render_error(
                             "TOO_MANY_TOOL_CALLS", f"At most {MAX_CALLS_PER_ROUND} tool calls per model response."
@@ -150,8 +151,8 @@ class OpenAICompatibleEngine:
         }
 
     @staticmethod
-    def _run_tool(call: ToolCall, tools: ToolRegistry, messages: list[dict[str, Any]]) -> AnswerEvent:
-        """Run ``call``, append its ``tool`` message, and return the ``tool`` event to show.
+    def _run_tool(call: ToolCall, tools: ToolRegistry, messages: list[dict[str, Any]]) -> Iterator[AnswerEvent]:
+        """Run ``call`` between its two ``tool`` events (running, done) and append its ``tool`` message.
 
         Bad calls (unknown tool, invalid JSON or arguments, an expected tool failure) are answered
         to the model as an error object, so it can correct itself; they count 0 results.
@@ -160,16 +161,19 @@ class OpenAICompatibleEngine:
             arguments = json.loads(call.arguments or "{}")
         except ValueError:
             arguments = None
+        shown = arguments if isinstance(arguments, dict) else {}
+        yield tool_started_event(call.name, shown)
         try:
             if not isinstance(arguments, dict):
                 raise PipelineError("TOOL_ARGUMENTS_INVALID", "Tool arguments must be a JSON object.")
             result = tools.call(call.name, arguments)
         except PipelineError as error:
             messages.append(_tool_message(call, render_error(error.code, error.message)))
-            return tool_event(call.name, arguments if isinstance(arguments, dict) else {}, 0)
+            yield tool_event(call.name, shown, 0)
+            return
         messages.append(_tool_message(call, render_result(result, tools)))
         record = tools.calls[-1]
-        return tool_event(record.name, record.arguments, record.result_count)
+        yield tool_event(record.name, record.arguments, record.result_count)
 
 
 def _assistant_message(content: str, calls: list[ToolCall]) -> dict[str, Any]:

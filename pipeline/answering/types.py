@@ -45,8 +45,14 @@ def token_event(text: str) -> AnswerEvent:
     return AnswerEvent("token", {"text": text})
 
 
+def tool_started_event(name: str, arguments: dict[str, Any]) -> AnswerEvent:
+    """Sent before a tool runs: the client hears at once what the turn is doing, while a search of
+    a big notebook (or a cold one, whose vectors are being loaded) takes its time."""
+    return AnswerEvent("tool", {"name": name, "arguments": arguments, "state": "running"})
+
+
 def tool_event(name: str, arguments: dict[str, Any], result_count: int) -> AnswerEvent:
-    return AnswerEvent("tool", {"name": name, "arguments": arguments, "result_count": result_count})
+    return AnswerEvent("tool", {"name": name, "arguments": arguments, "result_count": result_count, "state": "done"})
 
 
 def citation_event(chunk_id: str, quote: str) -> AnswerEvent:

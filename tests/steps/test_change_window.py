@@ -65,3 +65,26 @@ def test_a_refresh_looks_whatever_the_window(lab: Lab, launch: Callable[..., Ins
 def _last_job(instance: Instance, notebook_id: str) -> str:
     return instance.read(lambda session: session.scalars(
         select(Job.id).where(Job.notebook_id == notebook_id).order_by(Job.created_at.desc())).first())
+
+
+def test_a_question_checks_for_changes_only_after_its_answer_is_out(lab: Lab, launch: Callable[..., Instance]) -> None:
+    """The change check (a stat of every attachment once its window has passed) must not delay a
+    turn's first event: it runs once the turn's events are out, and still notices the edit."""
+    instance = launch(GNOSI_CHANGE_CHECK_SECONDS="0")
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    pdf = lab.vault.root / "files" / "dmca.pdf"
+    pdf.write_bytes(pdf.read_bytes() + b"\n% edited\n")
+    response = instance.client.post(
+        "/api/chat", json={"notebook_id": notebook_id, "message": "What is notice and takedown?"},
+        headers={"Authorization": f"Bearer {lab.tokens['alice']}"}, buffered=False,
+    )
+    stream = iter(response.response)
+    first = next(stream)
+    assert first.startswith(b"event: tool"), first
+    assert _last_job(instance, notebook_id) == job.id, "no check has run before the first event"
+    rest = b"".join(stream)
+    assert b"event: done" in rest
+    queued = _last_job(instance, notebook_id)
+    assert queued != job.id, "the edit was noticed by the question, after its answer"
+    assert instance.wait_job_end(queued).state == "succeeded"

@@ -89,8 +89,10 @@ def test_a_fact_is_answered_with_quotes_taken_from_the_cited_chunks(dmca: InMemo
 
     events = list(ExtractiveEngine().answer("Which president signed the DMCA into law?", tools))
 
-    assert events[0].type == "tool" and events[0].data["name"] == SEARCH_NOTEBOOK
-    assert events[0].data["result_count"] > 0
+    assert events[0].type == "tool" and events[0].data == {
+        "name": SEARCH_NOTEBOOK, "arguments": events[1].data["arguments"], "state": "running",
+    }, "the search is announced before it runs"
+    assert events[1].type == "tool" and events[1].data["state"] == "done" and events[1].data["result_count"] > 0
     done = final(events)
     assert done["status"] == "answered"
     assert "President Clinton on October 28, 1998" in done["citations"][0]["quote"]
@@ -143,10 +145,13 @@ def test_nothing_more_is_yielded_once_the_client_has_gone(dmca: InMemoryNotebook
     events: list[AnswerEvent] = []
     question = "What does Title II of the DMCA create limitations on?"
 
-    for event in ExtractiveEngine().answer(question, dmca.tools(), should_stop=lambda: events[-1:] != events[:1]):
-        events.append(event)  # the client goes away once it has a second event (the first token)
+    def gone() -> bool:  # the client goes away once it has the first token
+        return any(event.type == "token" for event in events)
 
-    assert [event.type for event in events] == ["tool", "token"]
+    for event in ExtractiveEngine().answer(question, dmca.tools(), should_stop=gone):
+        events.append(event)
+
+    assert [event.type for event in events] == ["tool", "tool", "token"]
     assert list(ExtractiveEngine().answer("anything", dmca.tools(), should_stop=lambda: True)) == []
 
 

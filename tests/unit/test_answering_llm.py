@@ -65,7 +65,8 @@ def test_a_split_tool_call_runs_a_search_and_invented_ids_are_dropped(fake_serve
 
     events = list(engine(url).answer(QUESTION, tools))
 
-    tool_events = [event.data for event in events if event.type == "tool"]
+    tool_events = [event.data for event in events if event.type == "tool" and event.data["state"] == "done"]
+    assert [event.data["state"] for event in events if event.type == "tool"] == ["running", "done"] * 2
     assert [(t["name"], t["arguments"]["query"]) for t in tool_events] == [
         (SEARCH_NOTEBOOK, QUESTION),
         (SEARCH_NOTEBOOK, "President Clinton signed"),
@@ -136,7 +137,7 @@ def test_bad_tool_calls_are_answered_with_errors_and_the_loop_goes_on(fake_serve
 
     events = list(engine(url).answer(QUESTION, tools))
 
-    assert [e.data["result_count"] for e in events if e.type == "tool"] == [8, 0, 0, 0]
+    assert [e.data["result_count"] for e in events if e.type == "tool" and e.data["state"] == "done"] == [8, 0, 0, 0]
     tool_messages = [m["content"] for m in requests(log)[1]["messages"] if m["role"] == "tool"][1:]
     errors = [json.loads(content)["error"]["code"] for content in tool_messages]
     assert errors == ["TOOL_UNKNOWN", "TOOL_ARGUMENTS_INVALID", "TOOL_ARGUMENTS_INVALID"]
@@ -166,7 +167,7 @@ def test_generation_stops_promptly_when_the_client_goes_away(fake_server, tools)
         events.append(event)
 
     assert time.monotonic() - started < 2
-    assert [event.type for event in events] == ["tool", "token", "token", "token"]
+    assert [event.type for event in events] == ["tool", "tool", "token", "token", "token"]
 
 
 def test_an_endpoint_that_is_down_fails_fast_with_a_code(tools) -> None:

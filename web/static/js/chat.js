@@ -307,6 +307,10 @@ class StreamingTurn {
   }
 
   tool(data) {
+    if (data.state === "running") {
+      this.status.textContent = "Searching the sources…";
+      return;
+    }
     const count = data.result_count;
     this.status.textContent = `Searched the sources: ${count} passage${count === 1 ? "" : "s"} found.`;
   }
