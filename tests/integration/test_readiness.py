@@ -44,11 +44,18 @@ def failing(body: dict[str, Any]) -> set[str]:
 
 @contextmanager
 def unwritable(database: Path) -> Iterator[None]:
-    """The database's files (with its WAL and shared-memory files, and the folder, where SQLite
-    would create them) cannot be opened for writing, even by root, who ignores permission bits.
-    Connections opened before keep writing, as they would on a real system: the probe opens its own."""
-    companions = (database.with_name(database.name + suffix) for suffix in ("-wal", "-shm"))
-    files = [path for path in (database, *companions) if path.exists()] + [database.parent]
+    """The database file and its WAL (and the folder, where SQLite would create files) cannot be
+    opened for writing, even by root, who ignores permission bits. Connections opened before keep
+    their handles, as they would on a real system: the probe opens its own.
+
+    The shared-memory index (``-shm``) stays writable: every open connection has it mapped and
+    writes its read marks there, even to read, and a write fault on a mapping of an immutable file
+    is SIGBUS. Making it immutable killed whichever process read next (the web process, one run in
+    five: only when a sweep had moved the WAL since its last read), which is a test artefact, not
+    the read-only database the probe must report.
+    """
+    wal = database.with_name(database.name + "-wal")
+    files = [path for path in (database, wal) if path.exists()] + [database.parent]
     for path in files:
         lock(path, True)
     try:
