@@ -27,7 +27,7 @@ from app.config import Settings
 ID_FIELDS = ("request_id", "notebook_id", "job_id", "source_id", "task_id", "task_name")
 REQUEST_ID_HEADER = "X-Request-ID"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
-_TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+_TEXT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 # Libraries that log every call at INFO (httpx: each internal API request of an extract worker;
 # alembic: its plugins, whenever a probe reads the schema's head): heard from at WARNING, or DEBUG.
 _CHATTY = ("httpx", "alembic.runtime.plugins")

@@ -35,8 +35,9 @@ def test_first_start_writes_the_admin_token_to_a_private_file_and_keeps_state_pr
         token = token_file.read_text().strip()
         assert token.startswith("gn_") and token not in log.read_text()
         assert str(token_file) in log.read_text()
-        session = httpx.get(
-            f"http://127.0.0.1:{env['GNOSI_PORT']}/api/session", headers={"Authorization": f"Bearer {token}"}
+        session = httpx.get(  # the port opens before the web worker has loaded the app (seconds here)
+            f"http://127.0.0.1:{env['GNOSI_PORT']}/api/session", headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
         )
         assert session.status_code == 200 and session.json()["user"]["role"] == "admin"
         assert _mode(system) == 0o700

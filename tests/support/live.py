@@ -208,7 +208,7 @@ class Deployment:
 
     def extractor_calls(self) -> int:
         """Extractions actually made (the extract step logs each one; a cache hit makes none)."""
-        return self._log_lines(lambda line: "] extractor read source " in line)
+        return self._log_lines(lambda line: "extractor read source " in line)
 
     def _log_lines(self, wanted: Callable[[str], bool]) -> int:
         return sum(
