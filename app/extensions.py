@@ -22,6 +22,7 @@ from storage.extractions import ExtractionStore
 from storage.retrieval import Retriever
 from storage.spool import EvidenceSpool
 from storage.vector_cache import VectorCache
+from storage.vector_files import VectorFiles
 from tasks.internal_api import InternalApi
 
 
@@ -60,7 +61,12 @@ class Services:
     @cached_property
     def retriever(self) -> Retriever:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
-        return Retriever(self.embedder, VectorCache(self.settings.vector_cache_bytes), observe=SEARCH.observe)
+        cache = VectorCache(self.settings.vector_cache_bytes, loader=self.vector_files.load)
+        return Retriever(self.embedder, cache, observe=SEARCH.observe)
+
+    @cached_property
+    def vector_files(self) -> VectorFiles:
+        return VectorFiles(self.settings.system_dir / "vectors")
 
     @cached_property
     def recent_checks(self) -> RecentChecks:

@@ -9,7 +9,9 @@ slow spell hits all of them), warm: the deployed hybrid search (``Retriever.sear
 anchors its two halves alone, the FTS5 candidates restricted to the revision inside the index
 (alembic 0009) and the vector ranking, plus the FTS5 query before this change (match every
 notebook's rows, join each to its chunk, then sort). "cold" runs in a fresh process: the first search's
-time and how much the process's resident memory grew with it.
+time and how much the process's resident memory grew with it, with the revision's vectors read from
+their rows, and mapped from the files the coordinator writes after activation (storage.vector_files;
+the time to write them is shown too).
 
 The small-notebook rows put a ``--small``-chunk notebook into the biggest instance and compare it
 with the same notebook alone in an instance of its own: latency ratio and top-10 agreement.
@@ -37,7 +39,8 @@ from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Notebook
 from storage.retrieval import CANDIDATES, Retriever, vector_ranking
-from storage.vector_cache import VectorCache
+from storage.vector_cache import VectorCache, load_matrix
+from storage.vector_files import VectorFiles
 
 UNBOUNDED = 1 << 62
 
@@ -146,19 +149,22 @@ def top10(database: Path, notebook_id: str, queries: list[str]) -> list[list[str
     return ranked
 
 
-def cold(database: Path, notebook_id: str, query: str) -> dict[str, float]:
-    """The first search of a fresh process, measured in that process."""
+def cold(database: Path, notebook_id: str, query: str, vector_files: Path | None = None) -> dict[str, float]:
+    """The first search of a fresh process, measured in that process: vectors read from the rows,
+    or mapped from the revision's files in ``vector_files`` (storage.vector_files)."""
+    folder = None if vector_files is None else str(vector_files)
     code = (
         "import json, sys, time; sys.path.insert(0, 'bench'); import retrieval as r;"
-        f"print(json.dumps(r.first_search({str(database)!r}, {notebook_id!r}, {query!r})))"
+        f"print(json.dumps(r.first_search({str(database)!r}, {notebook_id!r}, {query!r}, {folder!r})))"
     )
     output = subprocess.run([sys.executable, "-c", code], cwd=REPO, check=True, capture_output=True, text=True)
     return json.loads(output.stdout.strip().splitlines()[-1])
 
 
-def first_search(database: str, notebook_id: str, query: str) -> dict[str, float]:
+def first_search(database: str, notebook_id: str, query: str, vector_files: str | None) -> dict[str, float]:
     db = Database(Path(database))
-    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    loader = load_matrix if vector_files is None else VectorFiles(Path(vector_files)).load
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None
@@ -167,6 +173,19 @@ def first_search(database: str, notebook_id: str, query: str) -> dict[str, float
         retriever.search(session, notebook, notebook.active_revision_id or "", query)
         seconds = time.perf_counter() - started
         return {"seconds": seconds, "rss_growth_mb": _rss_mb() - before}
+
+
+def write_vector_files(database: Path, notebook_id: str, folder: Path) -> tuple[Path, float]:
+    """Write the revision's vector files as the coordinator does after activation; the seconds it took."""
+    db = Database(database)
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        started = time.perf_counter()
+        VectorFiles(folder).ensure(session, notebook.active_revision_id, HashingEmbedder())
+        seconds = time.perf_counter() - started
+    db.dispose()
+    return folder, seconds
 
 
 def _p(values: list[float], q: float) -> float:
@@ -183,8 +202,9 @@ def main() -> None:
     sizes = [int(n) for n in args.sizes.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         print(f"{len(queries)} queries; p50 / p95 in ms, warm\n")
-        print("| chunks | store (s) | hybrid | FTS5 in revision | FTS5 before | vectors | cold first search (s) | cold RSS growth (MB) |")
-        print("|---|---|---|---|---|---|---|---|")
+        print("| chunks | store (s) | hybrid | FTS5 in revision | FTS5 before | vectors | cold first search (s) "
+              "| cold RSS growth (MB) | cold, vectors from files (s) | RSS growth (MB) | writing the files (s) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         databases: dict[int, tuple[Path, str]] = {}
         for size in sizes:
             database = Path(tmp) / f"{size}.sqlite3"
@@ -192,8 +212,11 @@ def main() -> None:
             databases[size] = (database, notebook_id)
             seconds = timings(database, notebook_id, queries)
             first = cold(database, notebook_id, queries[-1])
+            files, writing = write_vector_files(database, notebook_id, Path(tmp) / f"vectors-{size}")
+            mapped = cold(database, notebook_id, queries[-1], files)
             cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
-            print(f"| {size} | {stored:.0f} | {cells} | {first['seconds']:.2f} | {first['rss_growth_mb']:.0f} |", flush=True)
+            print(f"| {size} | {stored:.0f} | {cells} | {first['seconds']:.2f} | {first['rss_growth_mb']:.0f} "
+                  f"| {mapped['seconds']:.2f} | {mapped['rss_growth_mb']:.0f} | {writing:.1f} |", flush=True)
         big, _ = databases[max(sizes)]
         alone_db = Path(tmp) / "small-alone.sqlite3"
         alone_id, _ = build(alone_db, args.small, first_passage=5000)

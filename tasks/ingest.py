@@ -346,11 +346,25 @@ def activate(job_id: str) -> None:
             notebook = session.get(Notebook, job.notebook_id)
             finish = ingestion.finish_if_complete(session, job, notebook, retention())
             step_durations.observe(session, clock.timings())
+            active = notebook.active_revision_id if finish is not None else None
     except Exception as err:
         log.exception("activating job %s failed", job_id)
         fail_job(job_id, "activate", err)
         return
     after_finish(finish)
+    if active:
+        _write_vectors(active)
+
+
+def _write_vectors(revision_id: str) -> None:
+    """The active revision's vector files, so that no search (nor any restart) reads them from
+    rows (storage.vector_files); a failure only leaves that to the first search."""
+    svc = services()
+    try:
+        with svc.db.reader() as session:
+            svc.vector_files.ensure(session, revision_id, svc.embedder)
+    except Exception:
+        log.exception("could not write the vector files of revision %s", revision_id)
 
 
 def after_finish(finish: ingestion.Finish | None) -> None:

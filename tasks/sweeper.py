@@ -53,8 +53,9 @@ def sweep_jobs(lost_before: str | None = None) -> int:
         _discard_finished_packs()
         with svc.db.reader() as session:
             svc.extractions.delete_orphans(session)
+            svc.vector_files.delete_unreferenced(session)
     except OSError:  # a broken disk must not stop the recovery above from running again
-        log.exception("could not clean the evidence spool or the extraction cache")
+        log.exception("could not clean the evidence spool, the extraction cache or the vector files")
     return len(orders) + len(restart)
 
 

@@ -2,32 +2,24 @@
 
 bm25 takes its term statistics from the whole FTS5 table, so another notebook's rows can reorder
 near-equal hits lower down (docs/decisions/0009 measures how often); what they must never do is
-appear in the results, or change what a question finds first. Real corpus PDFs, extracted, chunked and embedded as the pipeline does, stored through
-``revisions.store_chunks`` (the FTS5 trigger indexes them) into one database file.
+appear in the results, or change what a question finds first. Real corpus PDFs in one database
+file (support.stored_notebooks).
 """
 from __future__ import annotations
-
-from pathlib import Path
 
 import pytest
 from sqlalchemy import event
 from sqlalchemy.orm import Session
 
-from pipeline.chunker import ChunkSettings, chunk_segments
-from pipeline.embedder import HashingEmbedder
-from pipeline.extractors.limits import ExtractLimits
-from pipeline.extractors.pdf import PdfExtractor
 from pipeline.fts_query import build_match_query
-from storage import accounts, evidence, notebooks, revisions
+from storage import evidence, notebooks
 from storage.db import Database
 from storage.migrate import upgrade
-from storage.models import Chunk, Job, Notebook
+from storage.models import Chunk, Notebook
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache
+from support.stored_notebooks import EMBEDDER, stored_notebook
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
-VAULT = "v"
-EMBEDDER = HashingEmbedder()
 QUESTIONS = (
     "What does the DMCA say about circumvention of technological measures?",
     "Who is liable for copyright infringement by online service providers?",
@@ -36,33 +28,6 @@ QUESTIONS = (
     "type specialization of JavaScript values",
     "How long is the term of protection for vessel hull designs?",
 )
-
-
-def _chunk_rows(name: str) -> list[revisions.ChunkRow]:
-    data = (CORPUS / "pdf" / name).read_bytes()
-    extraction = PdfExtractor().extract(data, filename=name, mime="application/pdf", limits=ExtractLimits())
-    chunks = chunk_segments(extraction.segments, source_fingerprint=name, settings=ChunkSettings())
-    vectors = EMBEDDER.embed([chunk.text for chunk in chunks])
-    return [revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.tobytes()) for c, v in zip(chunks, vectors)]
-
-
-def _notebook(db: Database, user: str, documents: tuple[str, ...]) -> str:
-    """A notebook whose active revision holds ``documents``, one source each; its id."""
-    with db.session() as session:
-        principal = accounts.principal_for_token(session, VAULT, accounts.add_user(session, VAULT, user, "lab", "editor")[1])
-        assert principal is not None
-        notebook = notebooks.create(session, principal, title=user, visibility="private", conversation_mode="shared",
-                                    table_id="t", resource_ids=list(documents))
-        job = Job(vault_hash=VAULT, workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest", params={})
-        session.add(job)
-        session.flush()
-        revision = revisions.create_draft(session, notebook, job.id)
-        for name in documents:
-            source = revisions.add_source(session, revision, resource_id=name, field="file", kind="attachment",
-                                          value=f"files/{name}", state="available", title=name)
-            revisions.store_chunks(session, source, _chunk_rows(name), embedder=EMBEDDER.name)
-        revisions.activate(session, notebook, revision)
-        return notebook.id
 
 
 def _rankings(db: Database, notebook_id: str) -> list[list[tuple[str, str, str]]]:
@@ -85,9 +50,9 @@ def instance(tmp_path_factory: pytest.TempPathFactory) -> Database:
 
 
 def test_a_small_notebook_finds_the_same_beside_a_bigger_one(instance: Database) -> None:
-    small = _notebook(instance, "small", ("dmca.pdf", "tracemonkey.pdf"))
+    small = stored_notebook(instance, "small", ("dmca.pdf", "tracemonkey.pdf"))
     alone = _rankings(instance, small)
-    _notebook(instance, "big", ("dmca.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf"))
+    stored_notebook(instance, "big", ("dmca.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf"))
     beside = _rankings(instance, small)
     assert all(alone), "every question finds something"
     assert [ranking[0] for ranking in beside] == [ranking[0] for ranking in alone]
@@ -97,7 +62,7 @@ def test_a_small_notebook_finds_the_same_beside_a_bigger_one(instance: Database)
 def test_the_lexical_list_reaches_past_a_removed_resource(instance: Database) -> None:
     """The index ranks before the membership join: when the best rows belong to a resource removed
     since the revision was built, a deeper list still fills the requested candidates."""
-    notebook_id = _notebook(instance, "removing", ("dmca.pdf", "tracemonkey.pdf"))
+    notebook_id = stored_notebook(instance, "removing", ("dmca.pdf", "tracemonkey.pdf"))
     match = build_match_query("copyright protection of online service providers")
     assert match is not None
     with instance.session() as session:
@@ -122,7 +87,7 @@ def _resource(session: Session, pk: int) -> str:
 def test_a_short_lexical_list_costs_one_query(instance: Database) -> None:
     """Fewer matches than asked for is the usual case of a small notebook or a rare word: the
     index's own list says there are no more, so no second query is run to find out."""
-    notebook_id = _notebook(instance, "rare", ("dmca.pdf",))
+    notebook_id = stored_notebook(instance, "rare", ("dmca.pdf",))
     match = build_match_query("vessel hull")
     assert match is not None
     statements: list[str] = []

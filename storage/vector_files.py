@@ -1,0 +1,108 @@
+"""Revisions' vector matrices as files next to the database, memory-mapped by whoever searches.
+
+A revision's vectors are read from its ``chunk_vectors`` rows once, on the database host (by the
+coordinator right after activation, or by the first search that finds no file), and kept as
+``.npy`` files in ``LOCAL_DATA/system/vectors/<revision>.<embedder>/``. From then on a process maps
+them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart
+or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
+Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
+revisions. The files are derived data: backups leave them out and a restore rebuilds them on use.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import numpy as np
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from pipeline.embedder import Embedder
+from storage.models import Revision
+from storage.vector_cache import VectorMatrix, load_matrix
+
+log = logging.getLogger(__name__)
+
+_NAME = re.compile(r"[0-9A-Za-z-]{1,64}")
+_UNSAFE = re.compile(r"[^0-9A-Za-z._-]")
+_TEMPORARY = ".tmp-"
+# A folder being written is left alone this long by the sweeper (a 1M-chunk matrix takes ~20 s).
+_WRITING_GRACE_SECONDS = 3600
+_ARRAYS = ("pks", "codes", "vectors")
+
+
+class VectorFiles:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def folder(self, revision_id: str, embedder: Embedder) -> Path:
+        if not _NAME.fullmatch(revision_id):
+            raise ValueError(f"not a revision id: {revision_id!r}")
+        return self.root / f"{revision_id}.{_UNSAFE.sub('_', embedder.name)}"
+
+    def load(self, session: Session, revision_id: str, embedder: Embedder) -> VectorMatrix:
+        """The revision's matrix, mapped from its files; built from the rows (and kept) when there
+        are none yet, or when they cannot be read."""
+        folder = self.folder(revision_id, embedder)
+        try:
+            return _read(folder)
+        except FileNotFoundError:
+            pass
+        except (OSError, ValueError) as err:
+            log.warning("rebuilding the unreadable vector files %s: %s", folder.name, err)
+            shutil.rmtree(folder, ignore_errors=True)
+        matrix = load_matrix(session, revision_id, embedder)
+        self._write(folder, matrix)
+        return matrix
+
+    def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
+        """Write the revision's files unless they exist (the coordinator, once a revision is active)."""
+        folder = self.folder(revision_id, embedder)
+        if not folder.is_dir():
+            self._write(folder, load_matrix(session, revision_id, embedder))
+
+    def _write(self, folder: Path, matrix: VectorMatrix) -> None:
+        """Write beside, then rename into place: a reader sees all the files or none. Best effort:
+        a full disk leaves the matrix served from rows, as before these files existed."""
+        temporary = self.root / f"{_TEMPORARY}{uuid.uuid4().hex}"
+        try:
+            temporary.mkdir(parents=True)
+            for name in _ARRAYS:
+                np.save(temporary / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
+            (temporary / "resources.json").write_text(json.dumps(matrix.resources), encoding="utf-8")
+            temporary.rename(folder)
+        except OSError as err:  # also: another process renamed its copy into place first
+            if not folder.is_dir():
+                log.warning("could not keep the vector files %s: %s", folder.name, err)
+        finally:
+            shutil.rmtree(temporary, ignore_errors=True)
+
+    def delete_unreferenced(self, session: Session) -> int:
+        """Delete the files of revisions that no longer exist, and abandoned partial writes."""
+        if not self.root.is_dir():
+            return 0
+        entries = [entry for entry in self.root.iterdir() if entry.is_dir()]
+        stale_before = time.time() - _WRITING_GRACE_SECONDS
+        doomed = [
+            entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry.stat().st_mtime < stale_before
+        ]
+        revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries if not entry.name.startswith(_TEMPORARY)}
+        ids = set(revision_of.values())
+        kept = set(session.scalars(select(Revision.id).where(Revision.id.in_(ids)))) if ids else set()
+        doomed += [entry for entry, revision_id in revision_of.items() if revision_id not in kept]
+        for entry in doomed:
+            shutil.rmtree(entry, ignore_errors=True)
+        return len(doomed)
+
+
+def _read(folder: Path) -> VectorMatrix:
+    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _ARRAYS}
+    resources = json.loads((folder / "resources.json").read_text(encoding="utf-8"))
+    if not (len(arrays["pks"]) == len(arrays["codes"]) == len(arrays["vectors"])):
+        raise ValueError("the arrays' lengths differ")
+    return VectorMatrix(resources=resources, **arrays)

@@ -1,0 +1,30 @@
+"""The coordinator writes an activated revision's vector files, searches map them, and the sweeper
+deletes them with their notebook (storage.vector_files)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from steps.conftest import wait_for
+from steps.test_task_contract import ingest
+
+if TYPE_CHECKING:
+    from steps.conftest import Instance
+
+
+def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(launch: Callable[..., Instance]) -> None:
+    instance = launch()
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    svc = instance.app.extensions["gnosi"]
+    revision_id = instance.notebook(notebook_id).active_revision_id
+    folder = svc.vector_files.folder(revision_id, svc.embedder)
+    # The activation writes them just after the job ends succeeded, before anything searches.
+    wait_for(lambda: (folder / "vectors.npy").is_file(), "the activated revision's vector files")
+
+    response = instance.call("GET", f"/api/notebooks/{notebook_id}/search", query_string={"q": "notice and takedown"})
+    assert response.status_code == 200 and response.json["results"]
+
+    assert instance.call("DELETE", f"/api/notebooks/{notebook_id}").status_code in (200, 204)
+    instance.celery.tasks["sweep_jobs"]()
+    assert not folder.exists()

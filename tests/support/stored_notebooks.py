@@ -1,0 +1,43 @@
+"""Notebooks whose active revision holds real corpus PDFs, extracted, chunked and embedded as the
+pipeline does and stored through ``revisions.store_chunks`` (the FTS5 trigger indexes them), built
+straight in a migrated database: for storage tests that need real rows, not a running instance."""
+from __future__ import annotations
+
+from pipeline.chunker import ChunkSettings, chunk_segments
+from pipeline.embedder import HashingEmbedder
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.extractors.pdf import PdfExtractor
+from storage import accounts, notebooks, revisions
+from storage.db import Database
+from storage.models import Job
+from support.services import CORPUS
+
+VAULT = "v"
+EMBEDDER = HashingEmbedder()
+
+
+def chunk_rows(name: str) -> list[revisions.ChunkRow]:
+    data = (CORPUS / "pdf" / name).read_bytes()
+    extraction = PdfExtractor().extract(data, filename=name, mime="application/pdf", limits=ExtractLimits())
+    chunks = chunk_segments(extraction.segments, source_fingerprint=name, settings=ChunkSettings())
+    vectors = EMBEDDER.embed([chunk.text for chunk in chunks])
+    return [revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.tobytes()) for c, v in zip(chunks, vectors)]
+
+
+def stored_notebook(db: Database, user: str, documents: tuple[str, ...]) -> str:
+    """A notebook of ``user`` whose active revision holds ``documents``, one source each; its id."""
+    with db.session() as session:
+        principal = accounts.principal_for_token(session, VAULT, accounts.add_user(session, VAULT, user, "lab", "editor")[1])
+        assert principal is not None
+        notebook = notebooks.create(session, principal, title=user, visibility="private", conversation_mode="shared",
+                                    table_id="t", resource_ids=list(documents))
+        job = Job(vault_hash=VAULT, workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest", params={})
+        session.add(job)
+        session.flush()
+        revision = revisions.create_draft(session, notebook, job.id)
+        for name in documents:
+            source = revisions.add_source(session, revision, resource_id=name, field="file", kind="attachment",
+                                          value=f"files/{name}", state="available", title=name)
+            revisions.store_chunks(session, source, chunk_rows(name), embedder=EMBEDDER.name)
+        revisions.activate(session, notebook, revision)
+        return notebook.id

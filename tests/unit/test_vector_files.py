@@ -1,0 +1,87 @@
+"""Revisions' vectors kept as memory-mapped files (storage.vector_files): built from the rows once,
+then mapped by any process without reading a row; deleted with their revision."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import event
+
+from storage import notebooks
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Notebook
+from storage.vector_cache import load_matrix
+from storage.vector_files import VectorFiles
+from support.stored_notebooks import EMBEDDER, stored_notebook
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    upgrade(tmp_path / "n.sqlite3")
+    return Database(tmp_path / "n.sqlite3")
+
+
+def _revision(db: Database, notebook_id: str) -> str:
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        return notebook.active_revision_id
+
+
+def test_after_a_restart_the_matrix_is_mapped_from_its_files_without_reading_a_row(
+    db: Database, tmp_path: Path
+) -> None:
+    revision_id = _revision(db, stored_notebook(db, "a", ("dmca.pdf", "tracemonkey.pdf")))
+    with db.reader() as session:
+        built = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
+        from_rows = load_matrix(session, revision_id, EMBEDDER)
+    statements: list[str] = []
+    with db.reader() as session:  # a new process: a fresh VectorFiles, nothing in memory
+        listen = lambda *args: statements.append(args[2])  # noqa: E731 (conn, cursor, statement, ...)
+        event.listen(session.get_bind(), "before_cursor_execute", listen)
+        try:
+            mapped = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
+        finally:
+            event.remove(session.get_bind(), "before_cursor_execute", listen)
+    assert statements == []
+    assert isinstance(mapped.vectors, np.memmap)
+    for matrix in (built, mapped):
+        assert matrix.resources == from_rows.resources == ["dmca.pdf", "tracemonkey.pdf"]
+        assert np.array_equal(matrix.pks, from_rows.pks) and np.array_equal(matrix.codes, from_rows.codes)
+        assert np.array_equal(matrix.vectors, from_rows.vectors) and len(matrix.pks) > 50
+
+
+def test_unreadable_files_are_rebuilt_from_the_rows(db: Database, tmp_path: Path) -> None:
+    revision_id = _revision(db, stored_notebook(db, "b", ("dmca.pdf",)))
+    files = VectorFiles(tmp_path / "vectors")
+    with db.reader() as session:
+        files.ensure(session, revision_id, EMBEDDER)
+        (files.folder(revision_id, EMBEDDER) / "vectors.npy").write_bytes(b"torn")
+        rebuilt = files.load(session, revision_id, EMBEDDER)
+        assert np.array_equal(rebuilt.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
+        assert isinstance(files.load(session, revision_id, EMBEDDER).vectors, np.memmap)
+
+
+def test_the_files_of_a_deleted_revision_go_and_the_others_stay(db: Database, tmp_path: Path) -> None:
+    kept_id = _revision(db, stored_notebook(db, "c", ("dmca.pdf",)))
+    gone_notebook = stored_notebook(db, "d", ("tracemonkey.pdf",))
+    gone_id = _revision(db, gone_notebook)
+    files = VectorFiles(tmp_path / "vectors")
+    with db.reader() as session:
+        for revision_id in (kept_id, gone_id):
+            files.ensure(session, revision_id, EMBEDDER)
+    with db.session() as session:
+        notebook = session.get(Notebook, gone_notebook)
+        notebooks.delete_notebook(session, notebook)
+    with db.reader() as session:
+        assert files.delete_unreferenced(session) == 1
+    assert files.folder(kept_id, EMBEDDER).is_dir() and not files.folder(gone_id, EMBEDDER).exists()
+
+
+def test_a_folder_name_cannot_leave_the_root(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        VectorFiles(tmp_path).folder("../escape", EMBEDDER)
+    assert VectorFiles(tmp_path).folder("abc", EMBEDDER).parent == tmp_path
+
