@@ -1,19 +1,18 @@
-"""Refresh cost of a big notebook: the storage work of a refresh that re-extracts 1 of 300 sources.
+"""Refresh cost of a big notebook: the coordinator's storage work when 1 or 0 of 300 sources changed.
 
 Usage: .venv/bin/python bench/refresh.py [--chunks 10000,100000] [--sources 300] [--refreshes 3]
 
-A refresh carries every unchanged source into the new revision: ``ingestion.start_revision``
-copies its chunks, FTS rows and vectors (``revisions.copy_source``). The notebook is built straight
-in storage on the real schema (corpus text cut at the chunker's size, hashing-embedder vectors,
-the FTS5 trigger indexing every row), so the figure is the coordinator's database work without
-extraction. "store all" is storing every chunk once, the index part of a full ingest; each
-refresh then carries 299 sources over (one changed source is left to extraction, which a real
-refresh would then store). Revisions are kept, as audit and retention windows keep them, so the
-chunks table grows with each refresh.
+A refresh carries every unchanged source into the new revision (``ingestion.start_revision``),
+stores what was extracted again, then activates the revision, or keeps it as an audit record when
+nothing changed, and applies retention (``ingestion.finish_if_complete``, default windows). The
+notebook is built straight in storage on the real schema (corpus text cut at the chunker's size,
+hashing-embedder vectors, the FTS5 trigger indexing every row), so the figure is that database
+work without extraction. "store all" is storing every chunk once, the index part of a full ingest.
 
-Two ways of reading a source's chunks run side by side, each on its own copy of the database:
-"source only" filters chunks by ``source_id``, which no index leads (the query before this
-change), and "revision + source" uses ``ix_chunks_revision_source`` (``revisions.chunk_rows``).
+Two ways of carrying a source run side by side, each on its own copy of the database, interleaved:
+"share" points the new revision's source at the stored source version (``revisions.share_chunks``,
+docs/decisions/0011) and "copy" stores its chunks, FTS rows and vectors again, as every refresh
+did before. The last column is the database's size after the refreshes.
 """
 from __future__ import annotations
 
@@ -25,7 +24,6 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +38,7 @@ from pipeline.types import SourceRef  # noqa: E402
 from storage import ingestion, revisions  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.migrate import upgrade  # noqa: E402
-from storage.models import Chunk, ChunkVector, Job, Notebook, Source  # noqa: E402
+from storage.models import Job, Notebook, Source  # noqa: E402
 
 TEXT_PDFS = ("tracemonkey.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf", "dmca.pdf")
 
@@ -55,16 +53,10 @@ def corpus_text() -> str:
     return " ".join(" ".join(texts).split())
 
 
-def source_only(session: Session, source: Source) -> revisions.CopiedChunks:
-    """The query before ``ix_chunks_revision_source`` was used: a scan of every revision's chunks."""
-    pairs = session.execute(
-        select(Chunk, ChunkVector).join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
-        .where(Chunk.source_id == source.id).order_by(Chunk.ordinal)
-    ).all()
-    return revisions.CopiedChunks(
-        rows=[revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.vector) for c, v in pairs],
-        embedder=pairs[0][1].embedder if pairs else "",
-    )
+def copy_chunks(session: Session, previous: Source, target: Source) -> None:
+    """Carrying a source as every refresh did before source versions were shared."""
+    copied = revisions.chunk_rows(session, previous)
+    revisions.store_chunks(session, target, copied.rows, embedder=copied.embedder)
 
 
 def corpus_windows() -> Passage:
@@ -93,8 +85,8 @@ def build(database: Path, chunks: int, sources: int, passage: Passage) -> tuple[
     return notebook_id, stored
 
 
-def refresh(database: Path, notebook_id: str) -> float:
-    """Seconds to start a revision that carries every source but the first over."""
+def refresh(database: Path, notebook_id: str, changed: int, passage: Passage, number: int) -> float:
+    """Seconds of a refresh that extracts the first ``changed`` sources again and carries the rest."""
     db = Database(database)
     with db.session() as session:
         notebook = session.get(Notebook, notebook_id)
@@ -104,12 +96,21 @@ def refresh(database: Path, notebook_id: str) -> float:
         session.add(job)
         session.flush()
         plans = [
-            PlannedSource(SourceRef(resource_id, field, "attachment", value), "extract" if n == 0 else "reuse",
-                          prev.fingerprint, prev, resource_title=prev.resource_title)
+            PlannedSource(SourceRef(resource_id, field, "attachment", value), "extract" if n < changed else "reuse",
+                          f"{prev.fingerprint}+{number}" if n < changed else prev.fingerprint, prev,
+                          resource_title=prev.resource_title)
             for n, ((resource_id, field, value), prev) in enumerate(sorted(previous.items()))
         ]
         started = time.perf_counter()
         ingestion.start_revision(session, job, notebook, plans)
+        for source in revisions.sources(session, job.revision_id):
+            if source.state == "indexing":  # what the index step stores for an extracted source
+                passages = [passage(number * 7919 + k) for k in range(30)]
+                rows = [revisions.ChunkRow(f"n{number}-{k}", k, text, {"page": 1}, vector)
+                        for k, (text, vector) in enumerate(passages)]
+                revisions.store_chunks(session, source, rows, embedder=HashingEmbedder.name)
+                source.state = "available"
+        ingestion.finish_if_complete(session, job, notebook, (3, 20))
         seconds = time.perf_counter() - started
     db.dispose()
     return seconds
@@ -122,28 +123,32 @@ def main() -> None:
     parser.add_argument("--refreshes", type=int, default=3)
     args = parser.parse_args()
     passage = corpus_windows()
-    variants: dict[str, Callable[[Session, Source], revisions.CopiedChunks]] = {
-        "source only": source_only, "revision + source": revisions.chunk_rows,
+    carry: dict[str, Callable[[Session, Source, Source], None]] = {
+        "share": revisions.share_chunks, "copy": copy_chunks,
     }
-    print(f"{args.sources} sources; each refresh carries {args.sources - 1} over; revisions are kept\n")
-    print("| chunks | store all (s) | reading a source's chunks | " +
-          " | ".join(f"refresh {n + 1} (s)" for n in range(args.refreshes)) + " | last refresh / store all |")
-    print("|---|---|---|" + "---|" * args.refreshes + "---|")
+    print(f"{args.sources} sources; default retention (3 complete revisions, 20 audits kept)\n")
+    print("| chunks | store all (s) | changed | carry | " +
+          " | ".join(f"refresh {n + 1} (s)" for n in range(args.refreshes)) + " | last / store all | database (MB) |")
+    print("|---|---|---|---|" + "---|" * args.refreshes + "---|---|")
     for chunks in (int(n) for n in args.chunks.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             built = Path(tmp) / "built.sqlite3"
             notebook_id, stored = build(built, chunks, args.sources, passage)
-            copies = {name: Path(tmp) / f"{n}.sqlite3" for n, name in enumerate(variants)}
-            for copy in copies.values():
-                shutil.copyfile(built, copy)
-            times: dict[str, list[float]] = {name: [] for name in variants}
-            for _ in range(args.refreshes):
-                for name, read in variants.items():  # interleaved: a slow spell hits both
-                    revisions.chunk_rows = read  # type: ignore[assignment]
-                    times[name].append(refresh(copies[name], notebook_id))
-            for name in variants:
-                cells = " | ".join(f"{t:.2f}" for t in times[name])
-                print(f"| {chunks} | {stored:.1f} | {name} | {cells} | {times[name][-1] / stored:.1%} |")
+            for changed in (1, 0):
+                copies = {name: Path(tmp) / f"{name}-{changed}.sqlite3" for name in carry}
+                for copy in copies.values():
+                    shutil.copyfile(built, copy)
+                times: dict[str, list[float]] = {name: [] for name in carry}
+                for number in range(args.refreshes):
+                    for name, way in carry.items():  # interleaved: a slow spell hits both
+                        revisions.share_chunks = way  # type: ignore[assignment]
+                        times[name].append(refresh(copies[name], notebook_id, changed, passage, number))
+                for name in carry:
+                    cells = " | ".join(f"{t:.2f}" for t in times[name])
+                    size = copies[name].stat().st_size / 2**20
+                    print(f"| {chunks} | {stored:.1f} | {changed} | {name} | {cells} | "
+                          f"{times[name][-1] / stored:.1%} | {size:.0f} |")
+                    copies[name].unlink()
 
 
 if __name__ == "__main__":

@@ -31,8 +31,8 @@ FTS_SQL = text(
         JOIN notebook_resources m
           ON m.notebook_id = c.notebook_id AND m.resource_id = c.resource_id
          AND m.vault_hash = c.vault_hash AND m.workspace_id = c.workspace_id
+        JOIN sources s ON s.revision_id = :revision_id AND s.chunks_source_id = c.source_id
         WHERE c.id = best.rowid
-          AND c.revision_id = :revision_id
           AND c.notebook_id = :notebook_id
           AND c.vault_hash = :vault_hash AND c.workspace_id = :workspace_id
     ) AS member
@@ -72,11 +72,21 @@ def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
     )
 
 
-def within_revision(match: str, revision_id: str) -> str:
-    """``match`` over the names and text of ``revision_id``'s chunks only: FTS5 intersects the
-    revision's posting list with the words' instead of scoring every notebook's rows."""
-    revision = revision_id.replace('"', '""')
-    return f'revision_id : "{revision}" AND {{context text}} : ({match})'
+def within_revisions(match: str, revision_ids: list[str]) -> str:
+    """``match`` over the names and text of chunks stored for ``revision_ids`` only: FTS5
+    intersects those revisions' posting lists with the words' instead of scoring every notebook's
+    rows."""
+    tokens = " OR ".join('"{}"'.format(revision.replace('"', '""')) for revision in revision_ids)
+    return f"revision_id : ({tokens}) AND {{context text}} : ({match})"
+
+
+def storing_revisions(session: Session, revision_id: str) -> list[str]:
+    """The revisions whose stored chunks ``revision_id`` serves: itself and those it shares from."""
+    return sorted(
+        session.scalars(
+            select(Source.chunks_revision_id).where(Source.revision_id == revision_id).distinct()
+        ).all()
+    )
 
 
 def fts_candidates(
@@ -88,6 +98,9 @@ def fts_candidates(
     weights: tuple[float, float] = COLUMN_WEIGHTS,
 ) -> list[tuple[int, float]]:
     """The ``limit`` best chunks of current members for ``match``, best first."""
+    storing = storing_revisions(session, revision_id)
+    if not storing:
+        return []
     depth = limit
     while True:
         rows = session.execute(
@@ -95,7 +108,7 @@ def fts_candidates(
             {
                 "context_weight": weights[0],
                 "text_weight": weights[1],
-                "match": within_revision(match, revision_id),
+                "match": within_revisions(match, storing),
                 "depth": depth,
                 "revision_id": revision_id,
                 "notebook_id": notebook.id,
@@ -109,12 +122,17 @@ def fts_candidates(
         depth *= 4
 
 
-def _evidence_query(notebook: Notebook):  # type: ignore[no-untyped-def]
+def _evidence_query(notebook: Notebook, revision_id: str):  # type: ignore[no-untyped-def]
+    """Chunks served by ``revision_id`` with the source row that serves them in that revision."""
     return (
         select(Chunk, Source)
-        .join(Source, Source.id == Chunk.source_id)
+        .join(
+            Source,
+            (Source.chunks_revision_id == Chunk.revision_id) & (Source.chunks_source_id == Chunk.source_id),
+        )
         .join(NotebookResource, _member_join(notebook))
         .where(
+            Source.revision_id == revision_id,
             Chunk.notebook_id == notebook.id,
             Chunk.vault_hash == notebook.vault_hash,
             Chunk.workspace_id == notebook.workspace_id,
@@ -123,12 +141,13 @@ def _evidence_query(notebook: Notebook):  # type: ignore[no-untyped-def]
 
 
 def _to_evidence(chunk: Chunk, source: Source) -> EvidenceChunk:
+    """The chunk as ``source``'s revision serves it: a shared chunk is cited in that revision."""
     return EvidenceChunk(
         pk=chunk.id,
         chunk_id=chunk.chunk_id,
-        revision_id=chunk.revision_id,
+        revision_id=source.revision_id,
         resource_id=chunk.resource_id,
-        source_id=chunk.source_id,
+        source_id=source.id,
         text=chunk.text,
         locator=chunk.locator,
         source_kind=source.kind,
@@ -138,15 +157,15 @@ def _to_evidence(chunk: Chunk, source: Source) -> EvidenceChunk:
     )
 
 
-def chunks_by_pk(session: Session, notebook: Notebook, pks: list[int]) -> dict[int, EvidenceChunk]:
-    rows = session.execute(_evidence_query(notebook).where(Chunk.id.in_(pks))).all()
+def chunks_by_pk(
+    session: Session, notebook: Notebook, revision_id: str, pks: list[int]
+) -> dict[int, EvidenceChunk]:
+    rows = session.execute(_evidence_query(notebook, revision_id).where(Chunk.id.in_(pks))).all()
     return {chunk.id: _to_evidence(chunk, source) for chunk, source in rows}
 
 
 def chunk_in_revision(
     session: Session, notebook: Notebook, revision_id: str, chunk_id: str
 ) -> EvidenceChunk | None:
-    row = session.execute(
-        _evidence_query(notebook).where(Chunk.revision_id == revision_id, Chunk.chunk_id == chunk_id)
-    ).first()
+    row = session.execute(_evidence_query(notebook, revision_id).where(Chunk.chunk_id == chunk_id)).first()
     return _to_evidence(*row) if row else None

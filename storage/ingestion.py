@@ -67,12 +67,14 @@ def start_revision(
 ) -> list[ExtractOrder]:
     """Create the draft, carry reused sources over, and return the sources left to extract."""
     revision = revisions.create_draft(session, notebook, job.id)
+    carried = [plan.previous.source_id for plan in plans if plan.action == "reuse" and plan.previous is not None]
+    previous = {source.id: source for source in session.scalars(select(Source).where(Source.id.in_(carried)))}
     orders = []
     for plan in plans:
         if plan.action == "reuse" and plan.previous is not None:
-            old = session.get(Source, plan.previous.source_id)
+            old = previous.get(plan.previous.source_id)
             if old is not None:
-                revisions.copy_source(session, old, revision, state="available", resource_title=plan.resource_title)
+                revisions.carry_source(session, old, revision, state="available", resource_title=plan.resource_title)
                 continue
         source = revisions.add_source(
             session,
@@ -239,28 +241,24 @@ def _carry_previous(
 ) -> None:
     """Not modified → copy the last representation; failed → keep it as ``stale`` or report ``error``."""
     previous = _previous_of(session, notebook, source)
-    if previous is not None:  # before the chunks are copied: their context is built from these
+    if previous is not None:  # before the chunks are shared: their context is built from these
         for name in _CARRIED_META:
             setattr(source, name, getattr(previous, name))
     if result.status == "not_modified" and previous is not None:
-        _copy_chunks_into(session, previous, source)
+        revisions.share_chunks(session, previous, source)
         source.state = "available"
         _audit(session, job, source, "unchanged", None)
         return
     source.error_code = result.error_code or "NOT_MODIFIED_WITHOUT_PREVIOUS"
     source.error = result.error or "The server said the page is unchanged, but no copy is kept."
     if previous is not None:
-        _copy_chunks_into(session, previous, source)
+        revisions.share_chunks(session, previous, source)
         source.state = "stale"
     else:
         source.state = "error"
     if source.kind == "url":
         _audit(session, job, source, "error", source.error)
 
-
-def _copy_chunks_into(session: Session, previous: Source, target: Source) -> None:
-    copied = revisions.chunk_rows(session, previous)
-    revisions.store_chunks(session, target, copied.rows, embedder=copied.embedder)
 
 
 def finish_if_complete(

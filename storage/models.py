@@ -175,7 +175,10 @@ class Revision(Scoped, Base):
 
 class Source(Scoped, Base):
     __tablename__ = "sources"
-    __table_args__ = (UniqueConstraint("revision_id", "resource_id", "field", "value"),)
+    __table_args__ = (
+        UniqueConstraint("revision_id", "resource_id", "field", "value"),
+        Index("ix_sources_revision_chunks", "revision_id", "chunks_source_id"),
+    )
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     notebook_id: Mapped[str] = mapped_column(ForeignKey("notebooks.id", ondelete="CASCADE"))
     revision_id: Mapped[str] = mapped_column(
@@ -206,6 +209,12 @@ class Source(Scoped, Base):
     chunking: Mapped[str | None] = mapped_column(String(200))
     # Times this source was sent to the extract workers in this revision (lease recovery resends).
     attempts: Mapped[int] = mapped_column(Integer, default=0)
+    # The source version whose chunks this source serves: itself, or the source of an earlier
+    # revision holding the same chunks, which a refresh shares instead of copying (storage.revisions;
+    # docs/decisions/0011). Nullable only because SQLite adds no NOT NULL column to a table that
+    # others reference without rebuilding it; every row has both.
+    chunks_revision_id: Mapped[str] = mapped_column(String(32), nullable=True)
+    chunks_source_id: Mapped[str] = mapped_column(String(32), nullable=True)
 
 
 class Chunk(Scoped, Base):

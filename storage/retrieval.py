@@ -86,7 +86,7 @@ class Retriever:
         fused = reciprocal_rank_fusion(
             [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
         )[:limit]
-        chunks = evidence.chunks_by_pk(session, notebook, [int(pk) for pk, _ in fused])
+        chunks = evidence.chunks_by_pk(session, notebook, revision_id, [int(pk) for pk, _ in fused])
         hits = [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
         self.observe(time.perf_counter() - started)
         return hits

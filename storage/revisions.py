@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from pipeline.chunk_context import chunk_context
-from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, utcnow
+from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, new_id, utcnow
 
 FINAL_SOURCE_STATES = ("available", "stale", "error")
 
@@ -46,9 +46,11 @@ def create_draft(session: Session, notebook: Notebook, job_id: str) -> Revision:
 
 
 def get(session: Session, notebook: Notebook, revision_id: str) -> Revision | None:
+    """The notebook's revision, unless retention deleted or retired it (storage.retention)."""
     return session.scalar(
         select(Revision).where(
             Revision.id == revision_id,
+            Revision.state != "retired",
             Revision.notebook_id == notebook.id,
             Revision.vault_hash == notebook.vault_hash,
             Revision.workspace_id == notebook.workspace_id,
@@ -79,15 +81,19 @@ def source_in(session: Session, notebook: Notebook, revision_id: str, source_id:
 
 
 def add_source(session: Session, revision: Revision, **values: Any) -> Source:
+    """A new source of ``revision``, holding its own chunks until told to share another's."""
+    source_id = new_id()
     source = Source(
+        id=source_id,
         vault_hash=revision.vault_hash,
         workspace_id=revision.workspace_id,
         notebook_id=revision.notebook_id,
         revision_id=revision.id,
+        chunks_revision_id=revision.id,
+        chunks_source_id=source_id,
         **values,
     )
-    session.add(source)
-    session.flush()
+    session.add(source)  # inserted with the others at the next flush: a refresh adds hundreds
     return source
 
 
@@ -105,12 +111,12 @@ class CopiedChunks:
 
 
 def chunk_rows(session: Session, source: Source) -> CopiedChunks:
-    """A source's chunks with their vectors, ready to be stored again under another source."""
+    """The chunks ``source`` serves, with their vectors, ready to be stored again under another."""
     pairs = session.execute(
         select(Chunk, ChunkVector)
         .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
-        .where(Chunk.revision_id == source.revision_id, Chunk.source_id == source.id)  # ix_chunks_revision_source
-        .order_by(Chunk.ordinal)
+        .where(Chunk.revision_id == source.chunks_revision_id, Chunk.source_id == source.chunks_source_id)
+        .order_by(Chunk.ordinal)  # ix_chunks_revision_source
     ).all()
     return CopiedChunks(
         rows=[ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.vector) for c, v in pairs],
@@ -118,18 +124,35 @@ def chunk_rows(session: Session, source: Source) -> CopiedChunks:
     )
 
 
-def copy_source(
+def carry_source(
     session: Session, old: Source, revision: Revision, *, state: str, resource_title: str | None
 ) -> Source:
-    """Carry a source and its chunks and vectors into ``revision`` without re-extracting it, under
-    the record's current title (a renamed record needs a new revision, not a new extraction)."""
+    """Carry a source into ``revision`` without re-extracting it, under the record's current
+    title (a renamed record needs a new revision, not a new extraction)."""
     values = {name: getattr(old, name) for name in COPIED_SOURCE_FIELDS}
     values["state"] = state
     values["resource_title"] = resource_title
     new = add_source(session, revision, **values)
-    copied = chunk_rows(session, old)
-    store_chunks(session, new, copied.rows, embedder=copied.embedder)
+    share_chunks(session, old, new)
     return new
+
+
+def share_chunks(session: Session, previous: Source, target: Source) -> None:
+    """Let ``target`` serve ``previous``'s chunks: the same rows, FTS entries and vectors when they
+    would be indexed alike, a copy only when the document's names (the context every chunk is
+    indexed with) differ, as after a record was renamed."""
+    if _context_of(previous) == _context_of(target):
+        target.chunks_revision_id = previous.chunks_revision_id
+        target.chunks_source_id = previous.chunks_source_id
+        return
+    copied = chunk_rows(session, previous)
+    store_chunks(session, target, copied.rows, embedder=copied.embedder)
+
+
+def _context_of(source: Source) -> str:
+    return chunk_context(
+        resource_title=source.resource_title, source_title=source.title, kind=source.kind, value=source.value
+    )
 
 
 _INSERT_CHUNK = (
@@ -153,11 +176,12 @@ def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, 
     """
     if not rows:
         return 0
-    context = chunk_context(
-        resource_title=source.resource_title, source_title=source.title, kind=source.kind, value=source.value
-    )
+    if source.chunks_source_id != source.id:
+        raise ValueError(f"source {source.id} serves another source's chunks and stores none")
+    context = _context_of(source)
     scope = (source.vault_hash, source.workspace_id, source.notebook_id, source.revision_id, source.id,
              source.resource_id)
+    session.flush()  # the source row, which the raw inserts below reference
     connection = session.connection()
     # ``json.dumps`` is what the ORM's JSON type writes (storage.db sets no custom serializer).
     connection.exec_driver_sql(
@@ -171,11 +195,13 @@ def store_chunks(session: Session, source: Source, rows: Sequence[ChunkRow], *, 
 
 
 def drop_chunks(session: Session, revision_id: str) -> None:
-    """Delete a revision's chunks, their FTS rows and vectors (cascade), keeping its sources.
+    """Delete the chunks stored for a revision, their FTS rows and vectors (cascade), keeping its
+    sources.
 
     An audit revision (a check that found the same evidence as the active revision) keeps its
-    source rows and outcomes as the record of the check; its chunks would only repeat the active
-    revision's, one full copy per check, so they go as soon as the check is known to be one.
+    source rows and outcomes as the record of the check; the chunks it stored (of sources it
+    extracted again) would only repeat the active revision's, so they go as soon as the check is
+    known to be one. No other revision serves them: refreshes share the active revision's.
     """
     session.execute(delete(Chunk).where(Chunk.revision_id == revision_id))
 

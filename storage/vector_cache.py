@@ -17,7 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.embedder import Embedder
-from storage.models import Chunk, ChunkVector
+from storage.models import Chunk, ChunkVector, Source
 
 Key = tuple[str, str]
 
@@ -40,7 +40,8 @@ def load_matrix(session: Session, revision_id: str, embedder: Embedder) -> Vecto
     rows = session.execute(
         select(Chunk.id, Chunk.resource_id, ChunkVector.vector)
         .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
-        .where(Chunk.revision_id == revision_id, ChunkVector.embedder == embedder.name)
+        .join(Source, (Source.chunks_revision_id == Chunk.revision_id) & (Source.chunks_source_id == Chunk.source_id))
+        .where(Source.revision_id == revision_id, ChunkVector.embedder == embedder.name)
         .order_by(Chunk.id)  # a fixed order makes ties between equal chunks reproducible
     ).all()
     vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), embedder.dim)

@@ -24,8 +24,11 @@ def chunk_rows(name: str) -> list[revisions.ChunkRow]:
     return [revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.tobytes()) for c, v in zip(chunks, vectors)]
 
 
-def stored_notebook(db: Database, user: str, documents: tuple[str, ...]) -> str:
-    """A notebook of ``user`` whose active revision holds ``documents``, one source each; its id."""
+def stored_notebook(
+    db: Database, user: str, documents: tuple[str, ...], contents: dict[str, list[revisions.ChunkRow]] | None = None
+) -> str:
+    """A notebook of ``user`` whose active revision holds ``documents``, one source each: the
+    corpus PDF of that name, or the rows ``contents`` gives for it; its id."""
     with db.session() as session:
         principal = accounts.principal_for_token(session, VAULT, accounts.add_user(session, VAULT, user, "lab", "editor")[1])
         assert principal is not None
@@ -38,6 +41,7 @@ def stored_notebook(db: Database, user: str, documents: tuple[str, ...]) -> str:
         for name in documents:
             source = revisions.add_source(session, revision, resource_id=name, field="file", kind="attachment",
                                           value=f"files/{name}", state="available", title=name)
-            revisions.store_chunks(session, source, chunk_rows(name), embedder=EMBEDDER.name)
+            rows = contents[name] if contents else chunk_rows(name)
+            revisions.store_chunks(session, source, rows, embedder=EMBEDDER.name)
         revisions.activate(session, notebook, revision)
         return notebook.id
