@@ -4,7 +4,7 @@
 starts a draft and sends each source that needs work along ``ingest.extract`` → ``ingest.chunk``
 (extract queue, database-free) → ``ingest.index`` (coordinator); the index step that stores a
 job's last source sends ``ingest.activate`` (coordinator), which activates the draft through a
-compare-and-set that exactly one wins.
+compare-and-set that exactly one wins, then sends ``ingest.write_vectors`` for the revision.
 
 Each source travels as its own chain rather than one chord: every result is stored as soon as it
 arrives (progress is real, a crash loses only sources in flight) and no result backend is needed
@@ -353,12 +353,14 @@ def activate(job_id: str) -> None:
         return
     after_finish(finish)
     if active:
-        _write_vectors(active)
+        write_vectors.delay(active)
 
 
-def _write_vectors(revision_id: str) -> None:
+@shared_task(name="ingest.write_vectors")
+def write_vectors(revision_id: str) -> None:
     """The active revision's vector files, so that no search (nor any restart) reads them from
-    rows (storage.vector_files); a failure only leaves that to the first search."""
+    rows (storage.vector_files); a failure only leaves that to the first search. A task of its
+    own on the coordinator's queue: at 1M chunks it reads for ~25 s, after the job has ended."""
     svc = services()
     try:
         with svc.db.reader() as session:
