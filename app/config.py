@@ -60,6 +60,7 @@ class Settings:
     evidence_max_bytes: int = 256 * 1024 * 1024
     embedder: str = "hashing"
     vector_cache_bytes: int = 512 * 1024 * 1024
+    vector_index_min_chunks: int = 200_000
     internal_api_url: str = ""
     internal_token: str = ""
     job_lease_seconds: int = 300
@@ -106,6 +107,7 @@ class Settings:
             evidence_max_bytes=_int(env, "GNOSI_EVIDENCE_MAX_BYTES", 256 * 1024 * 1024),
             embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
             vector_cache_bytes=_int(env, "GNOSI_VECTOR_CACHE_MB", 512) * 1024 * 1024,
+            vector_index_min_chunks=_int(env, "GNOSI_VECTOR_INDEX_MIN_CHUNKS", 200_000),
             internal_api_url=env.get("GNOSI_INTERNAL_API_URL", "").strip().rstrip("/"),
             internal_token=env.get("GNOSI_INTERNAL_TOKEN", "").strip(),
             job_lease_seconds=_int(env, "GNOSI_JOB_LEASE_SECONDS", 300),

@@ -66,7 +66,7 @@ class Services:
 
     @cached_property
     def vector_files(self) -> VectorFiles:
-        return VectorFiles(self.settings.system_dir / "vectors")
+        return VectorFiles(self.settings.system_dir / "vectors", self.settings.vector_index_min_chunks)
 
     @cached_property
     def recent_checks(self) -> RecentChecks:

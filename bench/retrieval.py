@@ -13,6 +13,11 @@ time and how much the process's resident memory grew with it, with the revision'
 their rows, and mapped from the files the coordinator writes after activation (storage.vector_files;
 the time to write them is shown too).
 
+The second table compares the approximate index (storage/vector_index.py), built on every size
+here whatever the deployed threshold, with exact search on the same notebooks: warm latency of
+the vector ranking and of hybrid search, recall@50 of the vector ranking, how many hybrid top-10s
+are the same, and the cold first search with files and index mapped.
+
 The small-notebook rows put a ``--small``-chunk notebook into the biggest instance and compare it
 with the same notebook alone in an instance of its own: latency ratio and top-10 agreement.
 """
@@ -28,6 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 from sqlalchemy import text
 from sqlalchemy.orm import Session
 
@@ -39,10 +45,12 @@ from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Notebook
 from storage.retrieval import CANDIDATES, Retriever, vector_ranking
-from storage.vector_cache import VectorCache, load_matrix
+from storage.vector_cache import VectorCache, VectorMatrix, load_matrix
 from storage.vector_files import VectorFiles
 
 UNBOUNDED = 1 << 62
+# Where a Retriever's cache gets a revision's matrix: its rows, or its files (with the index, if any).
+Loader = Callable[[Session, str, HashingEmbedder], VectorMatrix]
 
 
 def _rss_mb() -> float:
@@ -118,9 +126,11 @@ def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str
     return {"hybrid": hybrid, "FTS5 in revision": fts, "FTS5 before": fts_before, "vectors": vectors}
 
 
-def timings(database: Path, notebook_id: str, queries: list[str], names: list[str] | None = None) -> dict[str, list[float]]:
+def timings(
+    database: Path, notebook_id: str, queries: list[str], names: list[str] | None = None, loader: Loader = load_matrix
+) -> dict[str, list[float]]:
     db = Database(database)
-    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
     chosen = {name: run for name, run in variants(retriever).items() if names is None or name in names}
     seconds: dict[str, list[float]] = {name: [] for name in chosen}
     with db.reader() as session:
@@ -137,9 +147,9 @@ def timings(database: Path, notebook_id: str, queries: list[str], names: list[st
     return seconds
 
 
-def top10(database: Path, notebook_id: str, queries: list[str]) -> list[list[str]]:
+def top10(database: Path, notebook_id: str, queries: list[str], loader: Loader = load_matrix) -> list[list[str]]:
     db = Database(database)
-    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED))
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None
@@ -175,17 +185,55 @@ def first_search(database: str, notebook_id: str, query: str, vector_files: str 
         return {"seconds": seconds, "rss_growth_mb": _rss_mb() - before}
 
 
-def write_vector_files(database: Path, notebook_id: str, folder: Path) -> tuple[Path, float]:
-    """Write the revision's vector files as the coordinator does after activation; the seconds it took."""
+def write_vector_files(database: Path, notebook_id: str, folder: Path, index: bool = False) -> tuple[Path, float]:
+    """Write the revision's vector files as the coordinator does after activation, with or without
+    the approximate index whatever the revision's size; the seconds it took."""
     db = Database(database)
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None and notebook.active_revision_id is not None
         started = time.perf_counter()
-        VectorFiles(folder).ensure(session, notebook.active_revision_id, HashingEmbedder())
+        files = VectorFiles(folder, index_min_chunks=0 if index else 2**62)
+        files.ensure(session, notebook.active_revision_id, HashingEmbedder())
         seconds = time.perf_counter() - started
     db.dispose()
     return folder, seconds
+
+
+def recall_at_50(database: Path, notebook_id: str, queries: list[str], folder: Path) -> float:
+    """Mean share of the exact 50 nearest rows the indexed vector ranking returns in its first 50
+    (a row scoring as high as the exact 50th counts: the bench's passages repeat, so ties abound)."""
+    db = Database(database)
+    embedder = HashingEmbedder()
+    shares = []
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        matrix = VectorFiles(folder).load(session, notebook.active_revision_id, embedder)
+        assert matrix.index is not None
+        for query in queries:
+            vector = embedder.embed([query])[0]
+            exact = np.asarray(matrix.vectors) @ vector
+            fiftieth = -np.partition(-exact, 49)[49]
+            found = np.searchsorted(matrix.pks, vector_ranking(session, notebook, matrix, vector)[:50])
+            shares.append(float(np.sum(exact[found] >= fiftieth - 1e-6)) / 50)
+    db.dispose()
+    return statistics.mean(shares)
+
+
+def approximate_row(database: Path, notebook_id: str, queries: list[str], folder: Path, size: int) -> str:
+    """The approximate index against exact search on one notebook: one row of the second table."""
+    _, writing = write_vector_files(database, notebook_id, folder, index=True)
+    loader = VectorFiles(folder).load
+    exact = timings(database, notebook_id, queries, ["hybrid", "vectors"])
+    indexed = timings(database, notebook_id, queries, ["hybrid", "vectors"], loader)
+    same = sum(a == b for a, b in zip(top10(database, notebook_id, queries), top10(database, notebook_id, queries, loader)))
+    mapped = cold(database, notebook_id, queries[-1], folder)
+    index_mb = sum(path.stat().st_size for path in folder.glob("*/hnsw.usearch")) / 2**20
+    cells = " | ".join(f"{_p(runs[name], 50):.1f} / {_p(runs[name], 95):.1f}"
+                       for name in ("vectors", "hybrid") for runs in (exact, indexed))
+    return (f"| {size} | {writing:.1f} | {index_mb:.0f} | {cells} | {recall_at_50(database, notebook_id, queries, folder):.3f} "
+            f"| {same}/{len(queries)} | {mapped['seconds']:.2f} | {mapped['rss_growth_mb']:.0f} |")
 
 
 def _p(values: list[float], q: float) -> float:
@@ -217,6 +265,13 @@ def main() -> None:
             cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
             print(f"| {size} | {stored:.0f} | {cells} | {first['seconds']:.2f} | {first['rss_growth_mb']:.0f} "
                   f"| {mapped['seconds']:.2f} | {mapped['rss_growth_mb']:.0f} | {writing:.1f} |", flush=True)
+        print("\nThe approximate index (storage/vector_index.py) against exact search, on the same notebooks "
+              "(p50 / p95 ms, warm; cold: a fresh process, files and index mapped)\n")
+        print("| chunks | writing files + index (s) | index (MB) | vectors, exact | vectors, index | hybrid, exact "
+              "| hybrid, index | recall@50 | hybrid top-10 as exact | cold first search (s) | RSS growth (MB) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for size, (database, notebook_id) in databases.items():
+            print(approximate_row(database, notebook_id, queries, Path(tmp) / f"index-{size}", size), flush=True)
         big, _ = databases[max(sizes)]
         alone_db = Path(tmp) / "small-alone.sqlite3"
         alone_id, _ = build(alone_db, args.small, first_passage=5000)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from usearch.index import Index
 
 from pipeline.embedder import Embedder
 from storage.models import Chunk, ChunkVector, Source
@@ -24,16 +25,21 @@ Key = tuple[str, str]
 
 @dataclass(frozen=True)
 class VectorMatrix:
-    """A revision's vectors; ``codes`` index ``resources`` so membership masks cost O(resources)."""
+    """A revision's vectors; ``codes`` index ``resources`` so membership masks cost O(resources).
+    A big revision's matrix comes with its approximate index (storage.vector_index)."""
 
     pks: np.ndarray
     codes: np.ndarray
     resources: list[str]
     vectors: np.ndarray
+    index: Index | None = None
 
     @property
     def nbytes(self) -> int:
-        return int(self.pks.nbytes + self.codes.nbytes + self.vectors.nbytes)
+        """What searches may touch: every vector for exact search; with an index, the graph and
+        its int8 vectors, and only the rows it proposes of the float32 matrix (not counted)."""
+        searched = self.vectors.nbytes if self.index is None else self.index.serialized_length
+        return int(self.pks.nbytes + self.codes.nbytes + searched)
 
 
 def load_matrix(session: Session, revision_id: str, embedder: Embedder) -> VectorMatrix:

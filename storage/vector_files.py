@@ -7,6 +7,8 @@ them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row ag
 or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
 Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
 revisions. The files are derived data: backups leave them out and a restore rebuilds them on use.
+A revision of ``index_min_chunks`` or more also gets its approximate index there
+(storage.vector_index), built by the coordinator only.
 """
 from __future__ import annotations
 
@@ -23,6 +25,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.embedder import Embedder
+from storage import vector_index
 from storage.models import Revision
 from storage.vector_cache import VectorMatrix, load_matrix
 
@@ -37,8 +40,9 @@ _ARRAYS = ("pks", "codes", "vectors")
 
 
 class VectorFiles:
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, index_min_chunks: int = 200_000) -> None:
         self.root = root
+        self.index_min_chunks = index_min_chunks  # revisions this big get an approximate index too
 
     def folder(self, revision_id: str, embedder: Embedder) -> Path:
         if not _NAME.fullmatch(revision_id):
@@ -53,7 +57,7 @@ class VectorFiles:
             return _read(folder)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError) as err:
+        except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn index
             log.warning("rebuilding the unreadable vector files %s: %s", folder.name, err)
             shutil.rmtree(folder, ignore_errors=True)
         matrix = load_matrix(session, revision_id, embedder)
@@ -61,10 +65,23 @@ class VectorFiles:
         return matrix
 
     def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
-        """Write the revision's files unless they exist (the coordinator, once a revision is active)."""
+        """Write the revision's files unless they exist, and its approximate index when it is big
+        enough and has none (the coordinator, once a revision is active: building the index takes
+        ~10 s per 100k chunks, which no search should wait for)."""
         folder = self.folder(revision_id, embedder)
         if not folder.is_dir():
             self._write(folder, load_matrix(session, revision_id, embedder))
+        index = folder / vector_index.FILE
+        if index.is_file() or not folder.is_dir():
+            return
+        vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
+        if len(vectors) >= self.index_min_chunks:
+            partial = folder / f"{_TEMPORARY}{uuid.uuid4().hex}"
+            try:
+                vector_index.build(vectors, partial)
+                partial.rename(index)
+            finally:
+                partial.unlink(missing_ok=True)
 
     def _write(self, folder: Path, matrix: VectorMatrix) -> None:
         """Write beside, then rename into place: a reader sees all the files or none. Best effort:
@@ -105,4 +122,7 @@ def _read(folder: Path) -> VectorMatrix:
     resources = json.loads((folder / "resources.json").read_text(encoding="utf-8"))
     if not (len(arrays["pks"]) == len(arrays["codes"]) == len(arrays["vectors"])):
         raise ValueError("the arrays' lengths differ")
-    return VectorMatrix(resources=resources, **arrays)
+    index = vector_index.open_view(folder / vector_index.FILE) if (folder / vector_index.FILE).is_file() else None
+    if index is not None and len(index) != len(arrays["pks"]):
+        raise ValueError("the index and the arrays' lengths differ")
+    return VectorMatrix(resources=resources, index=index, **arrays)

@@ -1,0 +1,111 @@
+"""A big revision's approximate vector index (storage.vector_index): built by ``ensure`` above the
+size threshold only, mapped by every later load, proposing rows that are then scored exactly; a
+removed resource's rows never come back, and an unreadable index is rebuilt from the rows.
+
+The threshold is lowered so that real corpus PDFs (a few hundred chunks) get an index; at that
+size the graph search finds the exact neighbours, so results must equal exact search's.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from storage import notebooks, vector_index
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Notebook
+from storage.retrieval import vector_ranking
+from storage.vector_cache import VectorCache, load_matrix
+from storage.vector_files import VectorFiles
+from support.stored_notebooks import EMBEDDER, stored_notebook
+
+QUESTIONS = (
+    "What does the DMCA say about circumvention of technological measures?",
+    "How does TraceMonkey record traces of hot loops?",
+    "type specialization of JavaScript values",
+    "vessel hull design protection term",
+)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    upgrade(tmp_path / "n.sqlite3")
+    return Database(tmp_path / "n.sqlite3")
+
+
+def _notebook(db: Database) -> tuple[str, str]:
+    notebook_id = stored_notebook(db, "reader", ("dmca.pdf", "tracemonkey.pdf"))
+    with db.reader() as session:
+        return notebook_id, session.get(Notebook, notebook_id).active_revision_id
+
+
+def _rankings(db: Database, notebook_id: str, files: VectorFiles, revision_id: str) -> list[list[int]]:
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        matrix = files.load(session, revision_id, EMBEDDER)
+        return [vector_ranking(session, notebook, matrix, EMBEDDER.embed([q])[0]) for q in QUESTIONS]
+
+
+def test_only_a_revision_above_the_threshold_gets_an_index(db: Database, tmp_path: Path) -> None:
+    notebook_id, revision_id = _notebook(db)
+    small, big = VectorFiles(tmp_path / "small", index_min_chunks=10**6), VectorFiles(tmp_path / "big", index_min_chunks=1)
+    with db.reader() as session:
+        for files in (small, big):
+            files.ensure(session, revision_id, EMBEDDER)
+    assert not (small.folder(revision_id, EMBEDDER) / vector_index.FILE).exists()
+    assert (big.folder(revision_id, EMBEDDER) / vector_index.FILE).is_file()
+    with db.reader() as session:
+        assert small.load(session, revision_id, EMBEDDER).index is None
+        indexed = big.load(session, revision_id, EMBEDDER)
+    assert indexed.index is not None and len(indexed.index) == len(indexed.pks)
+
+
+def test_the_index_finds_what_exact_search_finds(db: Database, tmp_path: Path) -> None:
+    notebook_id, revision_id = _notebook(db)
+    exact, approximate = VectorFiles(tmp_path / "exact", index_min_chunks=10**6), VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    with db.reader() as session:
+        approximate.ensure(session, revision_id, EMBEDDER)
+    expected = _rankings(db, notebook_id, exact, revision_id)
+    assert all(len(ranking) >= 50 for ranking in expected), [len(ranking) for ranking in expected]
+    assert _rankings(db, notebook_id, approximate, revision_id) == expected
+
+
+def test_a_removed_resource_never_comes_back_through_the_index(db: Database, tmp_path: Path) -> None:
+    notebook_id, revision_id = _notebook(db)
+    files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    with db.reader() as session:
+        files.ensure(session, revision_id, EMBEDDER)
+        rows = load_matrix(session, revision_id, EMBEDDER)
+        removed = {int(pk) for pk, code in zip(rows.pks, rows.codes) if rows.resources[code] == "dmca.pdf"}
+    with db.session() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebooks.remove_resource(session, notebook, "dmca.pdf")
+    rankings = _rankings(db, notebook_id, files, revision_id)
+    assert all(rankings) and not removed & {pk for ranking in rankings for pk in ranking}
+
+
+def test_an_unreadable_index_is_rebuilt_from_the_rows(db: Database, tmp_path: Path) -> None:
+    notebook_id, revision_id = _notebook(db)
+    files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    with db.reader() as session:
+        files.ensure(session, revision_id, EMBEDDER)
+        (files.folder(revision_id, EMBEDDER) / vector_index.FILE).write_bytes(b"torn")
+        served = files.load(session, revision_id, EMBEDDER)  # exact until the coordinator indexes again
+        assert served.index is None and np.array_equal(served.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
+        files.ensure(session, revision_id, EMBEDDER)
+        assert files.load(session, revision_id, EMBEDDER).index is not None
+
+
+def test_an_indexed_matrix_weighs_its_index_not_its_float32_rows(db: Database, tmp_path: Path) -> None:
+    _, revision_id = _notebook(db)
+    files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    with db.reader() as session:
+        files.ensure(session, revision_id, EMBEDDER)
+        matrix = files.load(session, revision_id, EMBEDDER)
+        cache = VectorCache(matrix.nbytes, loader=files.load)
+        cache.get(session, revision_id, EMBEDDER)
+    index_file = files.folder(revision_id, EMBEDDER) / vector_index.FILE
+    assert matrix.nbytes == matrix.pks.nbytes + matrix.codes.nbytes + index_file.stat().st_size
+    assert matrix.nbytes < matrix.vectors.nbytes and cache.cached_bytes == matrix.nbytes
