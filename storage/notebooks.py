@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
@@ -105,17 +106,7 @@ def member_ids(session: Session, notebook: Notebook) -> list[str]:
     """The members' resource ids, read as strings: every search asks, and building a thousand ORM
     objects for them took 7 ms at the median and, with the collections they set off, 108 ms at p95
     (bench/retrieval.py's 100k notebook, 1,000 resources)."""
-    return list(
-        session.scalars(
-            select(NotebookResource.resource_id)
-            .where(
-                NotebookResource.notebook_id == notebook.id,
-                NotebookResource.vault_hash == notebook.vault_hash,
-                NotebookResource.workspace_id == notebook.workspace_id,
-            )
-            .order_by(NotebookResource.resource_id)
-        ).all()
-    )
+    return list(session.scalars(_members_query(notebook, NotebookResource.resource_id)).all())
 
 
 def backed_off(session: Session, notebook: Notebook, now: datetime) -> set[str]:
@@ -130,16 +121,19 @@ def backed_off(session: Session, notebook: Notebook, now: datetime) -> set[str]:
 
 
 def members(session: Session, notebook: Notebook) -> list[NotebookResource]:
-    return list(
-        session.scalars(
-            select(NotebookResource)
-            .where(
-                NotebookResource.notebook_id == notebook.id,
-                NotebookResource.vault_hash == notebook.vault_hash,
-                NotebookResource.workspace_id == notebook.workspace_id,
-            )
-            .order_by(NotebookResource.resource_id)
-        ).all()
+    return list(session.scalars(_members_query(notebook, NotebookResource)).all())
+
+
+def _members_query(notebook: Notebook, what: Any) -> Select[Any]:
+    """``what`` (the rows, or some of their columns) of the notebook's members, by resource id."""
+    return (
+        select(what)
+        .where(
+            NotebookResource.notebook_id == notebook.id,
+            NotebookResource.vault_hash == notebook.vault_hash,
+            NotebookResource.workspace_id == notebook.workspace_id,
+        )
+        .order_by(NotebookResource.resource_id)
     )
 
 

@@ -2,11 +2,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pipeline.sandbox import DecoderProcess
+from storage.db import Database
+from storage.migrate import upgrade
 
 
 @pytest.fixture
@@ -22,3 +25,10 @@ def new_decoder() -> Iterator[Callable[..., DecoderProcess]]:
     yield make
     for process in made:
         process.close()
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Database:
+    """A migrated, empty ``notebooks.sqlite3`` of the test's own."""
+    upgrade(tmp_path / "notebooks.sqlite3")
+    return Database(tmp_path / "notebooks.sqlite3")

@@ -1,19 +1,11 @@
 """The shared GCRA limiter: a burst of ``limit``, then one slot per ``period / limit``."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from storage import rate_limits
 from storage.db import Database
-from storage.migrate import upgrade
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    upgrade(tmp_path / "n.sqlite3")
-    return Database(tmp_path / "n.sqlite3")
 
 
 def _hit(db: Database, key: str, now: float) -> float:

@@ -9,16 +9,13 @@ kept revision serves it. Real corpus PDFs, stored as the index step stores them
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
-import pytest
 from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource
 from pipeline.types import SourceRef
 from storage import evidence, ingestion, retention, revisions
 from storage.db import Database
-from storage.migrate import upgrade
 from storage.models import Job, Notebook, Revision
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache, load_matrix
@@ -32,12 +29,6 @@ QUESTIONS = (
     "Who must register with the Federal Register notice?",
 )
 KEEP_NOTHING_OLD = (1, 0)  # the active revision only: no older complete revision, no audit
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    upgrade(tmp_path / "notebooks.sqlite3")
-    return Database(tmp_path / "notebooks.sqlite3")
 
 
 def _count(db: Database, table: str) -> int:

@@ -1,20 +1,12 @@
 """Step durations kept as histogram buckets in the database (storage.step_durations)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 
 from storage import step_durations
 from storage.db import Database
-from storage.migrate import upgrade
 from storage.step_durations import BUCKETS
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    upgrade(tmp_path / "n.sqlite3")
-    return Database(tmp_path / "n.sqlite3")
 
 
 def test_runs_land_in_their_bucket_and_sum_as_prometheus_expects(db: Database) -> None:

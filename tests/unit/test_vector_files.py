@@ -10,17 +10,10 @@ from sqlalchemy import event
 
 from storage import notebooks
 from storage.db import Database
-from storage.migrate import upgrade
 from storage.models import Notebook
 from storage.vector_cache import load_matrix
 from storage.vector_files import VectorFiles
 from support.stored_notebooks import EMBEDDER, stored_notebook
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    upgrade(tmp_path / "n.sqlite3")
-    return Database(tmp_path / "n.sqlite3")
 
 
 def _revision(db: Database, notebook_id: str) -> str:

@@ -10,11 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from storage import notebooks, vector_index
 from storage.db import Database
-from storage.migrate import upgrade
 from storage.models import Notebook
 from storage.retrieval import vector_ranking
 from storage.vector_cache import VectorCache, load_matrix
@@ -27,12 +25,6 @@ QUESTIONS = (
     "type specialization of JavaScript values",
     "vessel hull design protection term",
 )
-
-
-@pytest.fixture
-def db(tmp_path: Path) -> Database:
-    upgrade(tmp_path / "n.sqlite3")
-    return Database(tmp_path / "n.sqlite3")
 
 
 def _notebook(db: Database) -> tuple[str, str]:
