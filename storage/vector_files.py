@@ -6,9 +6,10 @@ coordinator right after activation, or by the first search that finds no file), 
 them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart
 or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
 Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
-revisions. The files are derived data: backups leave them out and a restore rebuilds them on use.
-A revision of ``index_min_chunks`` or more also gets its approximate index there
-(storage.vector_index), built by the coordinator only.
+revisions. The files are derived data: backups leave them out, and the sweeper has the
+coordinator write those of active revisions again (``wanting``). A revision of
+``index_min_chunks`` or more also gets its approximate index there (storage.vector_index), built
+by the coordinator only.
 """
 from __future__ import annotations
 
@@ -23,10 +24,11 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
+from usearch.index import Index
 
 from pipeline.embedder import Embedder
 from storage import vector_index
-from storage.models import Revision
+from storage.models import Notebook, Revision
 from storage.vector_cache import VectorMatrix, load_matrix
 
 log = logging.getLogger(__name__)
@@ -57,7 +59,7 @@ class VectorFiles:
             return _read(folder)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn index
+        except (OSError, ValueError) as err:
             log.warning("rebuilding the unreadable vector files %s: %s", folder.name, err)
             shutil.rmtree(folder, ignore_errors=True)
         matrix = load_matrix(session, revision_id, embedder)
@@ -86,7 +88,7 @@ class VectorFiles:
     def _write(self, folder: Path, matrix: VectorMatrix) -> None:
         """Write beside, then rename into place: a reader sees all the files or none. Best effort:
         a full disk leaves the matrix served from rows, as before these files existed."""
-        temporary = self.root / f"{_TEMPORARY}{uuid.uuid4().hex}"
+        temporary = self.root / f"{_TEMPORARY}{folder.name}-{uuid.uuid4().hex}"
         try:
             temporary.mkdir(parents=True)
             for name in _ARRAYS:
@@ -99,15 +101,46 @@ class VectorFiles:
         finally:
             shutil.rmtree(temporary, ignore_errors=True)
 
+    def wanting(self, session: Session, embedder: Embedder) -> list[str]:
+        """Active revisions whose files, or the index they should have, are missing and not being
+        written: after a restore (backups leave the files out), a lost ``ingest.write_vectors``, or
+        an index found unreadable. The sweeper sends them to the coordinator again."""
+        active = session.scalars(select(Notebook.active_revision_id).where(Notebook.active_revision_id.is_not(None)))
+        being_written = {entry.name for entry in self._fresh(self.root)} if self.root.is_dir() else set()
+        wanting = []
+        for revision_id in active:
+            folder = self.folder(revision_id, embedder)
+            if not folder.is_dir():
+                if not any(name.startswith(f"{_TEMPORARY}{folder.name}-") for name in being_written):
+                    wanting.append(revision_id)
+            elif not (folder / vector_index.FILE).is_file() and not self._fresh(folder):
+                if self._rows(folder) >= self.index_min_chunks:
+                    wanting.append(revision_id)
+        return wanting
+
+    @staticmethod
+    def _rows(folder: Path) -> int:
+        """0 for torn files: the next search that loads them rebuilds them from rows."""
+        try:
+            return len(np.load(folder / "pks.npy", mmap_mode="r", allow_pickle=False))
+        except (OSError, ValueError):
+            return 0
+
+    @staticmethod
+    def _fresh(folder: Path) -> list[Path]:
+        """Partial writes in ``folder`` young enough to be in progress."""
+        stale_before = time.time() - _WRITING_GRACE_SECONDS
+        return [
+            entry for entry in folder.iterdir() if entry.name.startswith(_TEMPORARY) and entry.stat().st_mtime >= stale_before
+        ]
+
     def delete_unreferenced(self, session: Session) -> int:
         """Delete the files of revisions that no longer exist, and abandoned partial writes."""
         if not self.root.is_dir():
             return 0
         entries = [entry for entry in self.root.iterdir() if entry.is_dir()]
-        stale_before = time.time() - _WRITING_GRACE_SECONDS
-        doomed = [
-            entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry.stat().st_mtime < stale_before
-        ]
+        fresh = set(self._fresh(self.root))
+        doomed = [entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry not in fresh]
         revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries if not entry.name.startswith(_TEMPORARY)}
         ids = set(revision_of.values())
         kept = set(session.scalars(select(Revision.id).where(Revision.id.in_(ids)))) if ids else set()
@@ -122,7 +155,22 @@ def _read(folder: Path) -> VectorMatrix:
     resources = json.loads((folder / "resources.json").read_text(encoding="utf-8"))
     if not (len(arrays["pks"]) == len(arrays["codes"]) == len(arrays["vectors"])):
         raise ValueError("the arrays' lengths differ")
-    index = vector_index.open_view(folder / vector_index.FILE) if (folder / vector_index.FILE).is_file() else None
-    if index is not None and len(index) != len(arrays["pks"]):
-        raise ValueError("the index and the arrays' lengths differ")
-    return VectorMatrix(resources=resources, index=index, **arrays)
+    return VectorMatrix(resources=resources, index=_index(folder, len(arrays["pks"])), **arrays)
+
+
+def _index(folder: Path, rows: int) -> Index | None:
+    """The folder's approximate index, if it has a readable one. One that cannot be read is removed
+    and the mapped arrays are searched exactly meanwhile: they are sound, and rebuilding them from
+    rows would cost ~25 s at 1M chunks for nothing; the sweeper has the coordinator index again."""
+    path = folder / vector_index.FILE
+    if not path.is_file():
+        return None
+    try:
+        index = vector_index.open_view(path)
+        if len(index) != rows:
+            raise ValueError(f"the index has {len(index)} rows, the arrays {rows}")
+        return index
+    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn file
+        log.warning("searching %s exactly until it is indexed again: %s", folder.name, err)
+        path.unlink(missing_ok=True)
+        return None

@@ -15,7 +15,7 @@ from storage import heartbeats, ingestion, jobs
 from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
-from tasks.ingest import dispatch_ingest, lease, send_orders
+from tasks.ingest import dispatch_ingest, lease, send_orders, write_vectors
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +54,9 @@ def sweep_jobs(lost_before: str | None = None) -> int:
         with svc.db.reader() as session:
             svc.extractions.delete_orphans(session)
             svc.vector_files.delete_unreferenced(session)
+            wanting = svc.vector_files.wanting(session, svc.embedder)
+        for revision_id in wanting:
+            write_vectors.delay(revision_id)
     except OSError:  # a broken disk must not stop the recovery above from running again
         log.exception("could not clean the evidence spool, the extraction cache or the vector files")
     return len(orders) + len(restart)

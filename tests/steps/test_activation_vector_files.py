@@ -1,8 +1,10 @@
 """The coordinator writes an activated revision's vector files, searches map them, and the sweeper
-deletes them with their notebook (storage.vector_files)."""
+deletes them with their notebook, or has them written again when they went missing
+(storage.vector_files)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import shutil
 from typing import TYPE_CHECKING
 
 from steps.conftest import wait_for
@@ -28,3 +30,16 @@ def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(launc
     assert instance.call("DELETE", f"/api/notebooks/{notebook_id}").status_code in (200, 204)
     instance.celery.tasks["sweep_jobs"]()
     assert not folder.exists()
+
+
+def test_the_sweeper_has_missing_files_written_again(launch: Callable[..., Instance]) -> None:
+    """A restore brings the rows back but not the files (backups leave derived data out)."""
+    instance = launch()
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    svc = instance.app.extensions["gnosi"]
+    folder = svc.vector_files.folder(instance.notebook(notebook_id).active_revision_id, svc.embedder)
+    wait_for(lambda: (folder / "vectors.npy").is_file(), "the activated revision's vector files")
+    shutil.rmtree(folder)
+    instance.celery.tasks["sweep_jobs"]()
+    wait_for(lambda: (folder / "vectors.npy").is_file(), "the vector files written again by the coordinator")

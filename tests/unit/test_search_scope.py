@@ -8,7 +8,6 @@ file (support.stored_notebooks).
 from __future__ import annotations
 
 import pytest
-from sqlalchemy import event
 from sqlalchemy.orm import Session
 
 from pipeline.fts_query import build_match_query
@@ -18,6 +17,7 @@ from storage.migrate import upgrade
 from storage.models import Chunk, Notebook
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache
+from support.statements import recorded_statements
 from support.stored_notebooks import EMBEDDER, stored_notebook
 
 QUESTIONS = (
@@ -90,15 +90,10 @@ def test_a_short_lexical_list_costs_one_query(instance: Database) -> None:
     notebook_id = stored_notebook(instance, "rare", ("dmca.pdf",))
     match = build_match_query("vessel hull")
     assert match is not None
-    statements: list[str] = []
     with instance.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None and notebook.active_revision_id is not None
-        listen = lambda *args: statements.append(args[2])  # noqa: E731 (conn, cursor, statement, ...)
-        event.listen(session.get_bind(), "before_cursor_execute", listen)
-        try:
+        with recorded_statements(session) as statements:
             found = evidence.fts_candidates(session, notebook, notebook.active_revision_id, match, 500)
-        finally:
-            event.remove(session.get_bind(), "before_cursor_execute", listen)
     assert 0 < len(found) < 500
     assert len([statement for statement in statements if "chunks_fts" in statement]) == 1

@@ -6,13 +6,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sqlalchemy import event
 
 from storage import notebooks
 from storage.db import Database
 from storage.models import Notebook
 from storage.vector_cache import load_matrix
 from storage.vector_files import VectorFiles
+from support.statements import recorded_statements
 from support.stored_notebooks import EMBEDDER, stored_notebook
 
 
@@ -30,14 +30,8 @@ def test_after_a_restart_the_matrix_is_mapped_from_its_files_without_reading_a_r
     with db.reader() as session:
         built = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
         from_rows = load_matrix(session, revision_id, EMBEDDER)
-    statements: list[str] = []
-    with db.reader() as session:  # a new process: a fresh VectorFiles, nothing in memory
-        listen = lambda *args: statements.append(args[2])  # noqa: E731 (conn, cursor, statement, ...)
-        event.listen(session.get_bind(), "before_cursor_execute", listen)
-        try:
-            mapped = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
-        finally:
-            event.remove(session.get_bind(), "before_cursor_execute", listen)
+    with db.reader() as session, recorded_statements(session) as statements:  # a new process: nothing in memory
+        mapped = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
     assert statements == []
     assert isinstance(mapped.vectors, np.memmap)
     for matrix in (built, mapped):

@@ -1,6 +1,6 @@
 """A big revision's approximate vector index (storage.vector_index): built by ``ensure`` above the
 size threshold only, mapped by every later load, proposing rows that are then scored exactly; a
-removed resource's rows never come back, and an unreadable index is rebuilt from the rows.
+removed resource's rows never come back, and an unreadable index is dropped, then rebuilt.
 
 The threshold is lowered so that real corpus PDFs (a few hundred chunks) get an index; at that
 size the graph search finds the exact neighbours, so results must equal exact search's.
@@ -17,6 +17,7 @@ from storage.models import Notebook
 from storage.retrieval import vector_ranking
 from storage.vector_cache import VectorCache, load_matrix
 from storage.vector_files import VectorFiles
+from support.statements import recorded_statements
 from support.stored_notebooks import EMBEDDER, stored_notebook
 
 QUESTIONS = (
@@ -78,16 +79,41 @@ def test_a_removed_resource_never_comes_back_through_the_index(db: Database, tmp
     assert all(rankings) and not removed & {pk for ranking in rankings for pk in ranking}
 
 
-def test_an_unreadable_index_is_rebuilt_from_the_rows(db: Database, tmp_path: Path) -> None:
-    notebook_id, revision_id = _notebook(db)
+def test_an_unreadable_index_is_dropped_and_the_arrays_searched_exactly_until_it_is_rebuilt(
+    db: Database, tmp_path: Path
+) -> None:
+    """The arrays beside a torn index are sound: they are kept and mapped, not rebuilt from rows
+    (~25 s at 1M chunks); the sweeper finds the revision wanting its index and has it built."""
+    _, revision_id = _notebook(db)
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    folder = files.folder(revision_id, EMBEDDER)
     with db.reader() as session:
         files.ensure(session, revision_id, EMBEDDER)
-        (files.folder(revision_id, EMBEDDER) / vector_index.FILE).write_bytes(b"torn")
-        served = files.load(session, revision_id, EMBEDDER)  # exact until the coordinator indexes again
-        assert served.index is None and np.array_equal(served.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
+        assert files.wanting(session, EMBEDDER) == []
+        arrays_written = (folder / "vectors.npy").stat().st_mtime_ns
+        (folder / vector_index.FILE).write_bytes(b"torn")
+        with recorded_statements(session) as statements:
+            served = files.load(session, revision_id, EMBEDDER)
+        assert statements == [] and (folder / "vectors.npy").stat().st_mtime_ns == arrays_written
+        assert served.index is None and isinstance(served.vectors, np.memmap)
+        assert np.array_equal(served.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
+        assert not (folder / vector_index.FILE).exists()
+        assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
         assert files.load(session, revision_id, EMBEDDER).index is not None
+        assert files.wanting(session, EMBEDDER) == []
+
+
+def test_a_restored_revision_wants_its_files_unless_they_are_being_written(db: Database, tmp_path: Path) -> None:
+    _, revision_id = _notebook(db)
+    files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]  # a restore brings rows, not files
+        (tmp_path / "ann" / f".tmp-{files.folder(revision_id, EMBEDDER).name}-0123").mkdir(parents=True)
+        assert files.wanting(session, EMBEDDER) == []
+        small = VectorFiles(tmp_path / "small", index_min_chunks=10**6)
+        small.ensure(session, revision_id, EMBEDDER)
+        assert small.wanting(session, EMBEDDER) == []  # too small to want an index
 
 
 def test_an_indexed_matrix_weighs_its_index_not_its_float32_rows(db: Database, tmp_path: Path) -> None:

@@ -1,0 +1,24 @@
+"""The SQL a block of code runs, for tests that promise a query is not (or is only once) made."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+
+
+@contextmanager
+def recorded_statements(session: Session) -> Iterator[list[str]]:
+    statements: list[str] = []
+
+    def record(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
+        statements.append(statement)
+
+    bind = session.get_bind()
+    event.listen(bind, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(bind, "before_cursor_execute", record)
