@@ -82,6 +82,7 @@ class Settings:
     ws_sockets_per_user: int = 8
     ws_max_sockets: int = 500
     web_connections: int = 1000
+    web_processes: int = 2
     log_format: str = "text"
     log_level: str = "info"
 
@@ -138,6 +139,7 @@ class Settings:
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),
             ws_max_sockets=_int(env, "GNOSI_WS_MAX_SOCKETS", 500),
             web_connections=_int(env, "GNOSI_WEB_CONNECTIONS", 1000),
+            web_processes=_int(env, "GNOSI_WEB_PROCESSES", 2),
             log_format=_choice(env, "GNOSI_LOG_FORMAT", LOG_FORMATS),
             log_level=_choice(env, "GNOSI_LOG_LEVEL", LOG_LEVELS),
         )

@@ -6,10 +6,12 @@ from functools import cached_property
 
 from flask import current_app
 
+from app.api.ws_slots import SocketSlots
 from app.config import Settings
 from app.metrics import SEARCH
 from app.ratelimit import RateLimiter
 from app.services.recent_checks import RecentChecks
+from app.services.turn_locks import TurnLocks
 from pipeline.answering.extractive import ExtractiveEngine
 from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.answering.types import AnswerEngine
@@ -80,6 +82,15 @@ class Services:
             allowlist=self.settings.url_allowlist,
         )
 
+    @cached_property
+    def socket_slots(self) -> SocketSlots:
+        """Shared by the host's web processes through files (so are the turn locks)."""
+        settings = self.settings
+        return SocketSlots(settings.system_dir / "web" / "sockets", settings.ws_max_sockets, settings.ws_sockets_per_user)
+
+    @cached_property
+    def turn_locks(self) -> TurnLocks:
+        return TurnLocks(self.settings.system_dir / "web" / "turns")
 
     @cached_property
     def shared_secret(self) -> str:
@@ -91,8 +102,6 @@ class Services:
         """Created on first use, so a forked worker child builds its own connection pool."""
         settings = self.settings
         return InternalApi(settings.internal_base_url, self.shared_secret, settings.attachment_max_bytes)
-
-
 
     @cached_property
     def answer_engine(self) -> AnswerEngine:

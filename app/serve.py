@@ -43,14 +43,17 @@ GRACEFUL_SECONDS = 10
 
 
 class WebServer:
-    """gunicorn with one gevent worker, run as its own interpreter (``python -m gunicorn``).
+    """gunicorn with ``GNOSI_WEB_PROCESSES`` gevent workers, run as its own interpreter
+    (``python -m gunicorn``).
 
     Every connection is a greenlet, so idle websockets and slow requests cannot take the threads
-    HTTP needs (docs/decisions/0007). Why a child process: this one has already built the Flask
+    HTTP needs (docs/decisions/0007); several processes, so that one GIL does not serialise every
+    chat turn and search. Why a child process: this one has already built the Flask
     and Celery apps to send the start-up sweep, so their locks, threads and SSL contexts exist
     here, and gevent must patch before those are made. The child's master imports only gunicorn
     and ``serving.worker``; its worker patches, then loads ``app:create_app()`` (no preload).
-    One worker process, because the websocket caps are counted per process.
+    What the processes must agree on (websocket caps, shared-mode turn order) is kept in files
+    under ``LOCAL_DATA/system/web``; metrics are merged by prometheus_client's multiprocess mode.
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -61,7 +64,7 @@ class WebServer:
         return [
             sys.executable, "-m", "gunicorn", "app:create_app()",
             "--bind", f"{settings.host}:{settings.port}",
-            "--workers", "1",
+            "--workers", str(settings.web_processes),
             "--worker-class", "serving.worker.JsonErrorGeventWorker",
             "--worker-connections", str(settings.web_connections),
             "--keep-alive", str(REQUEST_HEAD_SECONDS),

@@ -1,12 +1,13 @@
 """Chat latency as a client sees it: time to the first event and to ``done``, 1 and 10 users at once.
 
-Usage: .venv/bin/python bench/chat_latency.py [--chunks 10000,100000] [--turns 20]
+Usage: .venv/bin/python bench/chat_latency.py [--chunks 10000,100000] [--turns 20] [--web-processes 1,2] [--rounds 2]
 
 A real instance (`gnosi serve`, embedded broker) ingests a notebook of text attachments made of
 SciFact abstracts and SQuAD paragraphs, sized to about ``--chunks`` chunks (1,000 chunks a file),
 through the whole pipeline. Then, over SSE (`POST /api/chat`) with the offline engine: the first
-turn after ingestion (cold: the revision's vectors are not loaded yet), ``--turns`` turns one after
-another, and ``--turns`` turns from each of 10 clients at once (threads, one connection each).
+turn after each start (cold: the revision's vectors are not loaded yet), ``--turns`` turns one after
+another, and ``--turns`` turns from each of 10 clients at once (threads, one connection each),
+for each ``GNOSI_WEB_PROCESSES`` value in turn, ``--rounds`` times.
 Times are measured by the client from sending the request. Questions are drawn from the same QA
 sets. Rate limits are lifted for the bench user.
 """
@@ -97,7 +98,10 @@ def _ms(values: list[float]) -> str:
     return f"{statistics.median(values) * 1000:.0f} / {p95 * 1000:.0f}"
 
 
-def measure(chunks: int, turns: int, questions: list[str]) -> list[str]:
+def measure(chunks: int, turns: int, questions: list[str], processes: list[int], rounds: int) -> list[str]:
+    """Ingest once, then per round restart `gnosi serve` with each number of web processes in turn
+    (so each starts cold and drift hits every variant alike) and pool each variant's turns."""
+    samples: dict[int, dict[str, list[tuple[float, float]]]] = {p: {"cold": [], "alone": [], "together": []} for p in processes}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         vault, ids = build_vault(root / "vault", chunks)
@@ -109,28 +113,48 @@ def measure(chunks: int, turns: int, questions: list[str]) -> list[str]:
             detail = d.api.wait_for_job(notebook_id, timeout=3600)
             ingest = time.perf_counter() - started
             stored = d.query("SELECT count(*) FROM chunks WHERE revision_id = ?", detail["active_revision"]["id"])[0][0]
-            cold = turn(d.api.http, notebook_id, questions[0])
-            alone = [turn(d.api.http, notebook_id, question) for question in questions[1:turns + 1]]
-            together = concurrent(d.api, notebook_id, questions[turns + 1:], turns)
-    first_ratio = statistics.median(t[0] for t in together) / statistics.median(t[0] for t in alone)
-    done_ratio = statistics.median(t[1] for t in together) / statistics.median(t[1] for t in alone)
-    return [
-        f"| {stored:,} | cold first turn | 1 | {cold[0] * 1000:.0f} | {cold[1] * 1000:.0f} | | ingested in {ingest:.0f} s |",
-        f"| {stored:,} | 1 client | {len(alone)} | {_ms([t[0] for t in alone])} | {_ms([t[1] for t in alone])} | | |",
-        f"| {stored:,} | {CLIENTS} clients at once | {len(together)} | {_ms([t[0] for t in together])} "
-        f"| {_ms([t[1] for t in together])} | {first_ratio:.1f}× / {done_ratio:.1f}× | |",
-    ]
+            d.stop_web()
+            for n in range(rounds):
+                for count in processes:
+                    d.env["GNOSI_WEB_PROCESSES"] = str(count)
+                    d.start_web()
+                    asked = iter(questions[n % 8:])  # every variant answers the same questions
+                    variant = samples[count]
+                    variant["cold"].append(turn(d.api.http, notebook_id, next(asked)))
+                    variant["alone"] += [turn(d.api.http, notebook_id, next(asked)) for _ in range(turns)]
+                    variant["together"] += concurrent(d.api, notebook_id, [next(asked) for _ in range(CLIENTS * turns)], turns)
+                    d.stop_web()
+    rows = []
+    for count, variant in samples.items():
+        alone, together, cold = variant["alone"], variant["together"], variant["cold"]
+        first_ratio = statistics.median(t[0] for t in together) / statistics.median(t[0] for t in alone)
+        done_ratio = statistics.median(t[1] for t in together) / statistics.median(t[1] for t in alone)
+        rows += [
+            f"| {stored:,} | {count} | cold first turn | {len(cold)} | {_ms([t[0] for t in cold])} | {_ms([t[1] for t in cold])} "
+            f"| | ingested in {ingest:.0f} s |",
+            f"| {stored:,} | {count} | 1 client | {len(alone)} | {_ms([t[0] for t in alone])} | {_ms([t[1] for t in alone])} | | |",
+            f"| {stored:,} | {count} | {CLIENTS} clients at once | {len(together)} | {_ms([t[0] for t in together])} "
+            f"| {_ms([t[1] for t in together])} | {first_ratio:.1f}× / {done_ratio:.1f}× | |",
+        ]
+    return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", default="10000,100000", help="notebook sizes, comma-separated")
-    parser.add_argument("--turns", type=int, default=20, help="turns per client")
+    parser.add_argument("--turns", type=int, default=20, help="turns per client per round")
+    parser.add_argument("--web-processes", default="1,2", help="GNOSI_WEB_PROCESSES values to compare, comma-separated")
+    parser.add_argument("--rounds", type=int, default=2, help="restarts of each variant, interleaved")
     args = parser.parse_args()
-    questions = qa_queries(2 * (1 + args.turns * (CLIENTS + 1)))
-    rows = [row for chunks in args.chunks.split(",") for row in measure(int(chunks), args.turns, questions)]
-    print("| chunks | run | turns | first event p50 / p95 ms | done p50 / p95 ms | 10 vs 1 (p50 first / done) | |")
-    print("|---|---|---|---|---|---|---|")
+    processes = [int(count) for count in args.web_processes.split(",")]
+    questions = qa_queries(2 * (8 + args.turns * (CLIENTS + 1)))
+    rows = [
+        row for chunks in args.chunks.split(",")
+        for row in measure(int(chunks), args.turns, questions, processes, args.rounds)
+    ]
+    print("| chunks | web processes | run | turns | first event p50 / p95 ms | done p50 / p95 ms "
+          "| 10 vs 1 (p50 first / done) | |")
+    print("|---|---|---|---|---|---|---|---|")
     print("\n".join(rows))
 
 

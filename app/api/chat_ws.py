@@ -19,7 +19,7 @@ Sockets are bounded so that they can never starve HTTP. The server closes one wi
 - 1013 (try again later): ``GNOSI_WS_MAX_SOCKETS`` sockets are open on this server;
 - 1009: a message larger than the request body limit (1 MB).
 
-The caps are counted per web process (app/api/ws_slots.py); gunicorn runs one.
+The caps hold across every web process of the host (app/api/ws_slots.py).
 """
 from __future__ import annotations
 
@@ -141,7 +141,7 @@ class ChatSocket:
 def register_websocket(app: Flask) -> None:
     settings: Settings = app.extensions["gnosi"].settings
     app.config["SOCK_SERVER_OPTIONS"] = {"max_message_size": settings.max_request_bytes}
-    slots = SocketSlots(settings.ws_max_sockets, settings.ws_sockets_per_user)
+    slots = app.extensions["gnosi"].socket_slots
     sock = Sock(app)
 
     @sock.route("/api/chat/ws")

@@ -2,11 +2,10 @@
 
 Shared-mode turns of one notebook are serialised by a per-thread lock held for the whole turn, so
 the transcript's order is the order in which turns ran and no answer interleaves with another
-question. (One web process holds the locks; `gnosi serve` runs exactly one.)
+question, across every web process (app/services/turn_locks.py).
 """
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import closing, nullcontext
 from typing import Any
@@ -18,13 +17,6 @@ from storage import conversations
 from storage.scope import Principal
 
 HISTORY_MESSAGES = 20
-_locks: dict[str, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-def _thread_lock(thread_id: str) -> threading.Lock:
-    with _locks_guard:
-        return _locks.setdefault(thread_id, threading.Lock())
 
 
 def run_turn(
@@ -38,7 +30,7 @@ def run_turn(
     page = contexts[0].notebook
     with svc.db.session() as session:
         thread = conversations.thread(session, page, principal.user_id, create=True)
-    lock = _thread_lock(thread.id) if page.conversation_mode == "shared" else nullcontext()
+    lock = svc.turn_locks.hold(thread.id) if page.conversation_mode == "shared" else nullcontext()
     with lock:
         with svc.db.session() as session:
             history = [

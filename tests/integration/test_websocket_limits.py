@@ -30,6 +30,7 @@ pytestmark = pytest.mark.integration
 IDLE_SOCKETS = 50
 SLOW_REQUESTS = 20
 GLOBAL_CAP = 60
+WEB_PROCESSES = 2  # the default
 
 
 def ws_url(d: Deployment) -> str:
@@ -46,6 +47,17 @@ def internal_secret(d: Deployment) -> str:
 
 def vault_hash(d: Deployment) -> str:
     return Settings.from_env(d.env).vault_hash
+
+
+def socket_claims(d: Deployment, expected: int) -> list[str]:
+    """The open sockets' claims (app/api/ws_slots.py), once there are ``expected``: a client
+    sees its handshake answered just before the server's handler claims the slot."""
+    folder = Path(d.env["LOCAL_DATA"]) / "system" / "web" / "sockets"
+    deadline = time.monotonic() + 10
+    while len(claims := [path.name for path in folder.glob("[0-9]*")]) != expected:
+        assert time.monotonic() < deadline, f"{len(claims)} sockets claimed, not {expected}"
+        time.sleep(0.05)
+    return claims
 
 
 def close_quietly(ws: Client) -> None:
@@ -143,6 +155,9 @@ def test_the_global_cap_refuses_with_1013_and_frees_slots_on_close(patient: Depl
     d = patient
     with idle_websockets("127.0.0.1", port_of(d), GLOBAL_CAP) as idle:
         assert idle.failed == 0
+        claims = socket_claims(d, GLOBAL_CAP)
+        # Both web processes hold sockets: the cap is the sum over them, not each one's own.
+        assert len({claim.split(".")[0] for claim in claims}) == WEB_PROCESSES
         code, reason = refusal_at_handshake(d, d.token)
         assert code == 1013 and "try again" in reason
     reply = answer_once_a_slot_frees(d, d.token)

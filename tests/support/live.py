@@ -131,8 +131,21 @@ class Deployment:
         self.web = process
         try:
             wait_for_port(int(self.env["GNOSI_PORT"]), timeout=60)
+            self._wait_until_answering(timeout=60)
         except TimeoutError:
             raise RuntimeError((self.tmp / "serve.log").read_text(errors="replace")) from None
+
+    def _wait_until_answering(self, timeout: float) -> None:
+        """gunicorn's master listens before its workers have loaded the app: wait for an answer."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if self.api.http.get("/healthz", timeout=5).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError("/healthz did not answer")
 
     def start_worker(self, name: str, queues: str = "coordinator,extract,chunk", *, beat: bool = False,
                      concurrency: int = 1, cwd: Path | None = None, **env: str) -> subprocess.Popen:
@@ -174,6 +187,11 @@ class Deployment:
             GNOSI_INTERNAL_API_URL=self.api.http.base_url.__str__().rstrip("/"),
             GNOSI_INTERNAL_TOKEN=secret,
         )
+
+    def stop_web(self) -> None:
+        """Stop `gnosi serve` as an operator does (SIGTERM), waiting until it has exited."""
+        assert self.web is not None
+        stop(self.web, timeout=60)
 
     def crash_web(self) -> None:
         """SIGKILL `gnosi serve` with everything it started (web workers, embedded Celery worker)."""
