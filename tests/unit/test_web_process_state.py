@@ -16,6 +16,7 @@ import pytest
 
 from app.api.ws_slots import GLOBAL_CAP_CODE, USER_CAP_CODE, SocketRefused, SocketSlots
 from app.services.turn_locks import TurnLocks
+from pipeline.types import PipelineError
 
 REPO = Path(__file__).resolve().parents[2]
 HOLD_SOCKETS = """
@@ -34,6 +35,7 @@ HOLD_TURN = """
 import sys, time
 from pathlib import Path
 from app.services.turn_locks import TurnLocks
+from pipeline.types import PipelineError
 with TurnLocks(Path(sys.argv[1])).hold("thread1"):
     print("holding", flush=True)
     time.sleep(600)
@@ -88,6 +90,15 @@ def test_a_shared_turn_waits_while_another_process_holds_its_thread_and_goes_on_
         holder.send_signal(signal.SIGKILL)  # the kernel releases a dead holder's lock
         assert acquired.wait(5)
         waiter.join()
+
+
+def test_a_shared_turn_waits_a_bounded_time_then_says_the_conversation_is_busy(tmp_path: Path) -> None:
+    locks = TurnLocks(tmp_path / "turns", wait_seconds=0.3)
+    with other_process(HOLD_TURN, tmp_path / "turns"):
+        started = time.monotonic()
+        with pytest.raises(PipelineError) as busy, locks.hold("thread1"):
+            pass
+    assert busy.value.code == "CONVERSATION_BUSY" and 0.3 <= time.monotonic() - started < 2
 
 
 def test_a_thread_id_cannot_name_a_file_elsewhere(tmp_path: Path) -> None:
