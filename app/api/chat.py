@@ -16,7 +16,7 @@ from app.errors import ApiError
 from app.extensions import Services, services
 from app.http import json_object
 from app.metrics import CHAT_DONE, CHAT_FIRST_EVENT
-from app.services.chat_request import READY_STATES, authorize_turn, parse_turn
+from app.services.chat_request import MAX_CONTEXTS, READY_STATES, authorize_turn, parse_turn
 from app.services.chat_turn import run_turn
 from app.services.ingest import request_ingest
 from pipeline.types import PipelineError
@@ -159,4 +159,4 @@ def chat_sources(notebook_id: str):  # type: ignore[no-untyped-def]
             for nb in others
             if nb.id != notebook.id and nb.active_revision_id is not None
         ]
-    return {"sources": sources, "notebooks": attachable}
+    return {"sources": sources, "notebooks": attachable, "max_notebooks": MAX_CONTEXTS - 1}

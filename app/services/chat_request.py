@@ -17,7 +17,8 @@ from storage.models import Notebook, Revision
 from storage.scope import Principal
 
 MAX_MESSAGE_CHARS = 8000
-MAX_ATTACHED_NOTEBOOKS = 16
+# "It accepts up to sixteen authorized notebook contexts": the page's notebook and 15 others.
+MAX_CONTEXTS = 16
 MAX_SOURCE_IDS = 1000
 REFUSED_CONTEXT = ("attachments", "mentions", "skill", "skills", "skill_overrides", "tools", "context")
 IGNORED_CHOICES = (
@@ -72,9 +73,10 @@ def parse_turn(body: dict[str, Any]) -> TurnRequest:
         raise ApiError(400, "FIELD_REQUIRED", "'message' must be a non-empty string.", field="message")
     if len(message) > MAX_MESSAGE_CHARS:
         raise ApiError(400, "FIELD_TOO_LONG", f"'message' is at most {MAX_MESSAGE_CHARS} characters.", field="message")
-    attached = [nid for nid in _ids(body, "notebook_ids", MAX_ATTACHED_NOTEBOOKS + 1) if nid != notebook_id]
-    if len(attached) > MAX_ATTACHED_NOTEBOOKS:
-        raise ApiError(400, "TOO_MANY_CONTEXTS", f"At most {MAX_ATTACHED_NOTEBOOKS} other notebooks per turn.")
+    attached = [nid for nid in _ids(body, "notebook_ids", MAX_CONTEXTS) if nid != notebook_id]
+    if 1 + len(attached) > MAX_CONTEXTS:
+        raise ApiError(400, "TOO_MANY_CONTEXTS",
+                       f"At most {MAX_CONTEXTS} notebooks per turn: this one and {MAX_CONTEXTS - 1} others.")
     return TurnRequest(notebook_id, message.strip(), attached, _ids(body, "source_ids", MAX_SOURCE_IDS))
 
 

@@ -84,6 +84,7 @@ export class ChatPanel {
     );
     if (!data.notebooks.length) byRole("notebook-choices", this.root).append(h("li", { class: "muted" }, "No other notebook to attach."));
     this.sourceCount = data.sources.length;
+    this.maxNotebooks = data.max_notebooks;
     this.summarizeChoices();
   }
 
@@ -101,9 +102,11 @@ export class ChatPanel {
     byRole("source-picker-summary", this.root).textContent = this.chosenSources.size
       ? `${this.chosenSources.size} of ${this.sourceCount}`
       : "all";
+    const full = this.chosenNotebooks.size >= this.maxNotebooks;
     byRole("notebook-picker-summary", this.root).textContent = this.chosenNotebooks.size
-      ? `${this.chosenNotebooks.size} attached`
+      ? `${this.chosenNotebooks.size} attached${full ? " (the most a question can use)" : ""}`
       : "none";
+    for (const box of byRole("notebook-choices", this.root).querySelectorAll("input")) box.disabled = full && !box.checked;
   }
 
   /** Composer, toolbar and notes for what this user may do now. */
