@@ -1,6 +1,8 @@
 """What every request and task needs, built once per process by the app factory."""
 from __future__ import annotations
 
+import logging
+
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -21,11 +23,14 @@ from pipeline.fetch import FetchPolicy
 from storage.blobs import BlobStore
 from storage.db import Database
 from storage.extractions import ExtractionStore
+from storage.retention import Released
 from storage.retrieval import Retriever
 from storage.spool import EvidenceSpool
 from storage.vector_cache import VectorCache
 from storage.vector_files import VectorFiles
 from tasks.internal_api import InternalApi
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -102,6 +107,18 @@ class Services:
         """Created on first use, so a forked worker child builds its own connection pool."""
         settings = self.settings
         return InternalApi(settings.internal_base_url, self.shared_secret, settings.attachment_max_bytes)
+
+    def release(self, released: Released) -> None:
+        """Delete the attachment copies and cached extractions ``released`` names that no source
+        row uses any more: after the transaction that deleted their sources has committed."""
+        if not (released.content_hashes or released.extraction_keys):
+            return
+        try:
+            with self.db.reader() as session:
+                self.blobs.delete_unreferenced(session, set(released.content_hashes))
+                self.extractions.delete_unreferenced(session, set(released.extraction_keys))
+        except OSError:  # what was asked is done; a file left over costs only disk
+            log.exception("could not delete released attachment copies or extractions")
 
     @cached_property
     def answer_engine(self) -> AnswerEngine:

@@ -13,7 +13,10 @@ from typing import Any
 from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
 
-from storage.models import Notebook, NotebookAcl, NotebookResource, utcnow
+from storage.models import (
+    ConversationThread, Message, Notebook, NotebookAcl, NotebookResource, Revision, Source, utcnow,
+)
+from storage.retention import Released
 from storage.scope import Principal
 
 VISIBILITIES = ("private", "workspace")
@@ -95,11 +98,27 @@ def update_settings(notebook: Notebook, changes: dict[str, str]) -> None:
     notebook.updated_at = utcnow()
 
 
-def delete_notebook(session: Session, notebook: Notebook) -> None:
-    """Delete derived data only; the vault's records and files are never touched."""
+def delete_notebook(session: Session, notebook: Notebook) -> Released:
+    """Delete derived data only; the vault's records and files are never touched. The checkpoint
+    threads of every principal the notebook registered (each member's in private mode, the
+    notebook's in shared mode) go first, with their messages; revisions, sources and chunks follow
+    by cascade. Returns the attachment copies and cached extractions its sources held, for the
+    caller to release once this commits (those another notebook uses stay)."""
+    held = session.execute(
+        select(Source.content_hash, Source.extraction_key)
+        .join(Revision, Revision.id == Source.revision_id)
+        .where(Revision.notebook_id == notebook.id)
+    ).all()
+    threads = select(ConversationThread.id).where(ConversationThread.notebook_id == notebook.id).scalar_subquery()
+    session.execute(delete(Message).where(Message.thread_id.in_(threads)))
+    session.execute(delete(ConversationThread).where(ConversationThread.notebook_id == notebook.id))
     notebook.active_revision_id = None
     session.flush()
     session.delete(notebook)
+    return Released(
+        frozenset(row.content_hash for row in held if row.content_hash),
+        frozenset(row.extraction_key for row in held if row.extraction_key),
+    )
 
 
 def member_ids(session: Session, notebook: Notebook) -> list[str]:

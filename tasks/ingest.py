@@ -376,9 +376,4 @@ def after_finish(finish: ingestion.Finish | None) -> None:
         return
     if finish.follow_up_job_id:
         dispatch_ingest(finish.follow_up_job_id)
-    released = finish.released
-    if released.content_hashes or released.extraction_keys:
-        svc = services()
-        with svc.db.reader() as session:
-            svc.blobs.delete_unreferenced(session, set(released.content_hashes))
-            svc.extractions.delete_unreferenced(session, set(released.extraction_keys))
+    services().release(finish.released)

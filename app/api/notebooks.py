@@ -118,8 +118,10 @@ def update(notebook_id: str):  # type: ignore[no-untyped-def]
 @bp.delete("/<notebook_id>")
 def delete(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
-    with services().db.session() as session:
-        notebooks.delete_notebook(session, owned_notebook(session, principal, notebook_id))
+    svc = services()
+    with svc.db.session() as session:
+        released = notebooks.delete_notebook(session, owned_notebook(session, principal, notebook_id))
+    svc.release(released)
     return "", 204
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from simple_websocket import Client
 
+from support.held_server import held_page
 from support.live import Deployment, deployment
 from support.services import CORPUS
 from support.vault import VaultBuilder
@@ -17,6 +18,14 @@ from support.vault import VaultBuilder
 pytestmark = pytest.mark.integration
 
 FACT_QUESTION = "What happens under the notice and takedown procedure?"
+
+
+TORUS_PAGE = (
+    "<html><head><title>Torus and sphere</title></head><body><h1>Torus and sphere</h1>"
+    "<p>A torus is mapped onto a sphere by collapsing one of its circles: the mapping has degree one."
+    " Every point of the sphere has a preimage on the torus.</p></body></html>"
+)
+JOB_ENDS = ("succeeded", "failed", "cancelled")
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +100,8 @@ def test_forged_context_is_ignored_or_rejected(world) -> None:
         ({"mentions": ["@bob"]}, "CONTEXT_NOT_ALLOWED"),
         ({"skill_overrides": {"x": 1}}, "CONTEXT_NOT_ALLOWED"),
         ({"source_ids": ["not-a-source"]}, "SOURCE_NOT_ALLOWED"),
-        ({"notebook_ids": [f"nb{i}" for i in range(17)]}, "TOO_MANY_CONTEXTS"),
+        ({"notebook_ids": [f"nb{i}" for i in range(16)]}, "TOO_MANY_CONTEXTS"),  # 17 with the page's
+        ({"notebook_ids": [notebook_id, *(f"nb{i}" for i in range(15))]}, "CONTEXT_NOT_FOUND"),  # 16: counted, then checked
         ({"notebook_ids": ["unknown"]}, "CONTEXT_NOT_FOUND"),
     ]:
         status, events = d.api.chat({"notebook_id": notebook_id, "message": FACT_QUESTION, **body})
@@ -100,7 +110,9 @@ def test_forged_context_is_ignored_or_rejected(world) -> None:
 
 def test_exact_source_selection_limits_the_evidence(world) -> None:
     d, _, notebook_id = world
-    sources = d.api.get(f"/api/notebooks/{notebook_id}/chat-sources").json()["sources"]
+    choices = d.api.get(f"/api/notebooks/{notebook_id}/chat-sources").json()
+    assert choices["max_notebooks"] == 15  # the dashboard stops offering notebooks there
+    sources = choices["sources"]
     geotopo = [s["id"] for s in sources if s["resource_id"] == "geotopo"]
     _, events = d.api.chat({"notebook_id": notebook_id, "message": FACT_QUESTION, "source_ids": geotopo})
     assert all(c["resource_id"] == "geotopo" for c in done_of(events)["citations"])
@@ -168,13 +180,22 @@ def test_citations_survive_a_refresh_that_changes_the_source(world) -> None:
     assert citation in transcript[-1]["citations"]
 
 
-def test_deleting_a_notebook_leaves_no_conversation_rows(world) -> None:
-    d, _, _ = world
-    notebook_id = d.api.create(["trace"], title="Short-lived")
+def test_deleting_a_notebook_leaves_no_conversation_rows_nor_attachment_copies_only_it_used(world) -> None:
+    d, vault, _ = world
+    vault.pdf_record("solo", "2023-06-20-PV.pdf")
+    notebook_id = d.api.create(["trace", "solo"], title="Short-lived")
     d.api.wait_for_job(notebook_id)
     d.api.chat({"notebook_id": notebook_id, "message": "What is trace tree blacklisting?"})
     assert d.query("SELECT count(*) FROM conversation_threads WHERE notebook_id = ?", notebook_id) == [(1,)]
+    copies = dict(d.query(
+        "SELECT s.resource_id, s.content_hash FROM sources s JOIN revisions r ON r.id = s.revision_id "
+        "WHERE r.notebook_id = ?", notebook_id,
+    ))
+    blobs = Path(d.env["LOCAL_DATA"]) / "blobs"
+    assert all((blobs / digest[:2] / digest).is_file() for digest in copies.values())
     assert d.api.delete(f"/api/notebooks/{notebook_id}").status_code == 204
+    assert not (blobs / copies["solo"][:2] / copies["solo"]).exists()
+    assert (blobs / copies["trace"][:2] / copies["trace"]).is_file()  # the first notebook still cites it
     assert d.query("SELECT count(*) FROM conversation_threads WHERE notebook_id = ?", notebook_id) == [(0,)]
     assert d.query(
         "SELECT count(*) FROM messages m LEFT JOIN conversation_threads t ON t.id = m.thread_id WHERE t.id IS NULL"
@@ -184,15 +205,18 @@ def test_deleting_a_notebook_leaves_no_conversation_rows(world) -> None:
 
 
 def test_cancelling_the_first_ingestion_blocks_chat_until_a_refresh_succeeds(world) -> None:
-    d, _, _ = world
-    notebook_id = d.api.create(["geotopo"], title="Not yet")
-    d.api.post(f"/api/notebooks/{notebook_id}/refresh/cancel")
-    d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] in ("cancelled", "succeeded"))
-    if d.api.get(f"/api/notebooks/{notebook_id}").json()["job"]["state"] == "cancelled":
+    d, vault, _ = world
+    with held_page(TORUS_PAGE) as (url, released):
+        vault.record("held", "A page that answers late", link=url)
+        notebook_id = d.api.create(["held"], title="Not yet")
+        # The job cannot end before its page is answered, so the cancel lands on a running job.
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh/cancel").status_code == 202
+        released.set()
+        assert d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] in JOB_ENDS)["job"]["state"] == "cancelled"
         status, events = d.api.chat({"notebook_id": notebook_id, "message": "Torus?"})
         assert status == 409 and events[0][1]["code"] == "NOTEBOOK_NOT_READY"
         assert "cancelled" in events[0][1]["message"]
         assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
-        d.api.wait_for_job(notebook_id)
-    status, events = d.api.chat({"notebook_id": notebook_id, "message": "Abbildung eines Torus auf eine Sphäre"})
+        assert d.api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
+        status, events = d.api.chat({"notebook_id": notebook_id, "message": "How is a torus mapped onto a sphere?"})
     assert status == 200 and done_of(events)["status"] == "answered"
