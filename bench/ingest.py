@@ -181,14 +181,14 @@ def check_code(pids: Iterable[int], code: Code) -> None:
             raise RuntimeError(f"process {pid} runs with (cwd, PYTHONPATH) {found}, not the code of {code.label}")
 
 
-def run(config: Config, code: Code, tmp: Path, distinct: bool) -> dict[str, Any]:
+def run(config: Config, code: Code, tmp: Path, distinct: bool, web_processes: int) -> dict[str, Any]:
     vault = VaultBuilder(tmp / "vault")
     files = resource_files(vault, config.resources, distinct)
     ids = [vault.record(f"r{i:04d}", f"R {i}", file=file) for i, file in enumerate(files)]
     with ExitStack() as stack:
         d = stack.enter_context(deployment(
             tmp, vault.root, vault.table_id, redis=config.layout != EMBEDDED, OMP_NUM_THREADS="1",
-            PYTHONPATH=str(code.root),
+            PYTHONPATH=str(code.root), GNOSI_WEB_PROCESSES=str(web_processes),
         ))
         roles, extractors = start(d, config)
         assert d.web is not None
@@ -243,6 +243,8 @@ def main() -> None:
                         help="every resource has its own bytes (--no-distinct: 11 files in turn, mostly cache hits)")
     parser.add_argument("--code", type=Path, action="append", default=[], metavar="DIR",
                         help="also run every configuration with the code of this checkout (repeatable)")
+    parser.add_argument("--web-processes", type=int, default=2,
+                        help="GNOSI_WEB_PROCESSES of the service (code from before it was a setting runs one)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median over rounds")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -265,7 +267,7 @@ def main() -> None:
         for config in configs:
             for code in codes[round_ % len(codes):] + codes[:round_ % len(codes)]:
                 with tempfile.TemporaryDirectory() as tmp:
-                    row = run(config, code, Path(tmp), args.distinct)
+                    row = run(config, code, Path(tmp), args.distinct, args.web_processes)
                 samples[(config, code)].append({**row, "e2e_raw": row["pages"] / row["seconds"] / raws[-1]})
     print(f"corpus: {args.resources} resources over {len(PDFS)} PDFs, "
           f"{'each with its own bytes' if args.distinct else 'the same files in turn'}; cores: {os.cpu_count()}")
