@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double] [--shared]
                                         [--embedded] [--no-distinct] [--code DIR ...] [--repeat 3]
+                                        [--web-processes 2]
 
 Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
 compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
