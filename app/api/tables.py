@@ -6,7 +6,7 @@ from flask import Blueprint, request
 from app.auth import current_principal
 from app.extensions import services
 from app.http import paging
-from pipeline.catalogue import fold, record_sources
+from pipeline.catalogue import EXCLUSIONS, exclusion, fold
 
 bp = Blueprint("tables", __name__, url_prefix="/api/tables")
 
@@ -27,7 +27,8 @@ def list_tables():  # type: ignore[no-untyped-def]
 
 @bp.get("/<table_id>/records")
 def list_records(table_id: str):  # type: ignore[no-untyped-def]
-    """Every non-template record, sorted accent-insensitively, marked usable when it has evidence."""
+    """Every record, sorted accent-insensitively; one that cannot be chosen (a template, no usable
+    attachment or URL) says why in ``excluded``."""
     current_principal()
     page = paging(default_per_page=50, max_per_page=200)
     svc = services()
@@ -35,10 +36,15 @@ def list_records(table_id: str):  # type: ignore[no-untyped-def]
     q = fold(request.args.get("q") or "")
     rows = []
     for record in svc.catalogue.records(table):
-        if record.is_template or (q and q not in fold(record.title)):
+        if q and q not in fold(record.title):
             continue
-        usable = bool(record_sources(record, table, allowlist=svc.settings.url_allowlist))
-        rows.append({"resource_id": record.resource_id, "title": record.title, "usable": usable})
+        reason = exclusion(record, table, allowlist=svc.settings.url_allowlist)
+        rows.append({
+            "resource_id": record.resource_id,
+            "title": record.title,
+            "usable": reason is None,
+            "excluded": None if reason is None else {"code": reason, "message": EXCLUSIONS[reason]},
+        })
     rows.sort(key=lambda row: (fold(row["title"]), row["resource_id"]))
     start = (page.page - 1) * page.per_page
     return {

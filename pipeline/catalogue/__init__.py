@@ -10,11 +10,12 @@ from .cache import Catalogue
 from .paths import is_contained_rel_path, resolve_attachment
 from .records import Record, RecordLoad, SkippedFile, load_records, read_records
 from .selector import MAX_PER_PAGE, Selection, fold, select_resources
-from .sources import record_sources
+from .sources import EXCLUSIONS, exclusion, record_sources
 from .tables import Table, find_table, list_tables
 from .validation import MAX_RESOURCES_PER_REQUEST, validate_resource_ids
 
 __all__ = [
+    "EXCLUSIONS",
     "MAX_PER_PAGE",
     "MAX_RESOURCES_PER_REQUEST",
     "Catalogue",
@@ -23,6 +24,7 @@ __all__ = [
     "Selection",
     "SkippedFile",
     "Table",
+    "exclusion",
     "find_table",
     "fold",
     "is_contained_rel_path",

@@ -17,7 +17,7 @@ from typing import Any
 from pipeline.types import PipelineError, SourceRef
 
 from .records import Record
-from .sources import record_sources
+from .sources import EXCLUSIONS, exclusion, record_sources
 from .tables import AUTHOR, TAGS, TYPE, Table
 
 MAX_PER_PAGE = 200
@@ -45,6 +45,7 @@ class Selection:
     per_page: int
     facets: dict[str, list[dict[str, Any]]]
     omitted: int
+    omitted_reasons: list[dict[str, Any]]
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -54,6 +55,7 @@ class Selection:
 class _Entry:
     record: Record
     sources: list[SourceRef]
+    excluded: str | None  # why the record cannot be chosen (sources.EXCLUSIONS)
     folded_title: str
     labels: dict[str, list[str]]
 
@@ -86,7 +88,9 @@ def _entry(record: Record, table: Table, facet_fields: dict[str, list[str]], all
         facet: list(dict.fromkeys(label for field in fields for label in _labels(record.values.get(field))))
         for facet, fields in facet_fields.items()
     }
-    return _Entry(record, record_sources(record, table, allowlist=allowlist), fold(record.title), labels)
+    sources = record_sources(record, table, allowlist=allowlist)
+    excluded = exclusion(record, table, allowlist=allowlist) if record.is_template or not sources else None
+    return _Entry(record, sources, excluded, fold(record.title), labels)
 
 
 def check_pagination(page: int, per_page: int) -> None:
@@ -133,18 +137,18 @@ def select_resources(
 ) -> Selection:
     """One page of the records matching ``q`` (title substring) and the exact facet filters.
 
-    Templates are invisible here. ``omitted`` counts the non-template records that match the
-    same filters but have no usable source, so the user learns why a record they look for is
-    absent; ``facets`` are computed over the whole usable catalogue so that choosing one filter
-    does not hide the other choices.
+    ``omitted`` counts the records that match the same filters but cannot be chosen (templates,
+    no usable source), and ``omitted_reasons`` says why, so the user learns why a record they look
+    for is absent; ``facets`` are computed over the whole usable catalogue so that choosing one
+    filter does not hide the other choices.
     """
     check_pagination(page, per_page)
     facet_fields = {facet: table.fields_of_type(field_type) for facet, field_type in FACET_FIELD_TYPES.items()}
-    entries = [_entry(record, table, facet_fields, allowlist) for record in records if not record.is_template]
-    usable = [entry for entry in entries if entry.sources]
+    entries = [_entry(record, table, facet_fields, allowlist) for record in records]
+    usable = [entry for entry in entries if entry.excluded is None]
     matches = _matcher(q, {"type": type, "author": author, "tag": tag})
     matching = sorted((entry for entry in usable if matches(entry)), key=lambda entry: entry.sort_key)
-    omitted = sum(1 for entry in entries if not entry.sources and matches(entry))
+    reasons = Counter(entry.excluded for entry in entries if entry.excluded is not None and matches(entry))
     start = (page - 1) * per_page
     return Selection(
         items=[entry.item() for entry in matching[start : start + per_page]],
@@ -152,5 +156,8 @@ def select_resources(
         page=page,
         per_page=per_page,
         facets=_facets(usable),
-        omitted=omitted,
+        omitted=sum(reasons.values()),
+        omitted_reasons=[
+            {"code": code, "message": message, "count": reasons[code]} for code, message in EXCLUSIONS.items() if reasons[code]
+        ],
     )

@@ -28,6 +28,37 @@ def field_strings(value: Any) -> Iterator[str]:
 
 _SOURCE_KINDS: dict[str, SourceKind] = {ATTACHMENT: "attachment", URL: "url"}
 
+# Why a record offers no evidence, as the table view and the selector say it beside the record.
+EXCLUSIONS = {
+    "TEMPLATE": "Template (template: true): never offered; a copy must drop that line",
+    "URL_NOT_ALLOWED": "URL not fetched: a private, loopback or non-http(s) address (GNOSI_URL_ALLOWLIST lets chosen hosts through)",
+    "PATH_NOT_ALLOWED": "Attachment path leaves the vault",
+    "NO_SOURCE": "No attachment or URL",
+}
+
+
+def exclusion(record: Record, table: Table, *, allowlist: Sequence[str] = ()) -> str | None:
+    """Why ``record`` cannot be chosen (a key of ``EXCLUSIONS``), or None when it can: a record
+    the user looks for must not just be missing."""
+    if record.is_template:
+        return "TEMPLATE"
+    if record_sources(record, table, allowlist=allowlist):
+        return None
+    kinds = {kind for _, kind, _ in _values(record, table)}
+    if "url" in kinds:
+        return "URL_NOT_ALLOWED"
+    return "PATH_NOT_ALLOWED" if kinds else "NO_SOURCE"
+
+
+def _values(record: Record, table: Table) -> Iterator[tuple[str, SourceKind, str]]:
+    """(field, kind, value) of every attachment and URL value of ``record``, usable or not, in
+    schema order."""
+    for field, field_type in table.fields.items():
+        kind = _SOURCE_KINDS.get(field_type)
+        if kind is not None:
+            for value in field_strings(record.values.get(field)):
+                yield field, kind, value
+
 
 @lru_cache(maxsize=65536)
 def _usable(kind: SourceKind, value: str, allowlist: Sequence[str]) -> bool:
@@ -50,12 +81,8 @@ def record_sources(record: Record, table: Table, *, allowlist: Sequence[str] = (
     allowed = tuple(allowlist)
     sources: list[SourceRef] = []
     seen: set[tuple[str, str]] = set()
-    for field, field_type in table.fields.items():
-        kind = _SOURCE_KINDS.get(field_type)
-        if kind is None:
-            continue
-        for value in field_strings(record.values.get(field)):
-            if (kind, value) not in seen and _usable(kind, value, allowed):
-                seen.add((kind, value))
-                sources.append(SourceRef(record.resource_id, field, kind, value))
+    for field, kind, value in _values(record, table):
+        if (kind, value) not in seen and _usable(kind, value, allowed):
+            seen.add((kind, value))
+            sources.append(SourceRef(record.resource_id, field, kind, value))
     return sources

@@ -67,7 +67,7 @@ def watch_progress(page: Page) -> list[str]:
 def create_from_references(page: Page, title: str, shot, viewport: str) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("navigation", name="Main").get_by_role("link", name="References").click()
     expect(page.get_by_role("heading", name="References")).to_be_visible()
-    expect(page.get_by_text(re.compile(r"1 omitted: no attachment or public URL"))).to_be_visible()
+    expect(page.get_by_text(re.compile(r"3 cannot be chosen"))).to_be_visible()
     page.get_by_label("Select DMCA summary").check()
     page.get_by_label("Select Géométrie et topologie").check()
     expect(page.get_by_text("2 selected")).to_be_visible()
@@ -77,8 +77,11 @@ def create_from_references(page: Page, title: str, shot, viewport: str) -> None:
     dialog.get_by_label("Title").fill(title)
     dialog.get_by_label("Visibility").select_option("workspace")
     expect(dialog.get_by_text("(2 selected)")).to_be_visible()
-    expect(dialog.get_by_text("1 record omitted: no attachment or public URL.")).to_be_visible()
-    expect(dialog.get_by_role("listitem")).to_have_count(3)  # the empty record and the template are not offered
+    expect(dialog.get_by_text(re.compile(
+        r"3 records omitted: 1 × Template \(template: true\).*; 1 × URL not fetched.*GNOSI_URL_ALLOWLIST.*; "
+        r"1 × No attachment or URL\."
+    ))).to_be_visible()
+    expect(dialog.get_by_role("listitem")).to_have_count(3)  # the empty, private and template records are not offered
     if viewport == "desktop":
         shot(page, "create-dialog")
     dialog.get_by_role("button", name="Create notebook").click()

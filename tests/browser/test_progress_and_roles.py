@@ -68,17 +68,24 @@ def test_the_bulk_action_exists_only_on_the_references_table(service, open_page)
     expect(page.get_by_role("heading", name="References")).to_be_visible()
     expect(page.get_by_role("button", name="Create notebook")).to_be_disabled()
     expect(page.locator("[data-role=records-summary]")).to_have_text(
-        "4 records · 1 omitted: no attachment or public URL"
+        "6 records · 3 cannot be chosen (the reason is beside each)"
     )
-    empty_row = page.get_by_role("row", name=re.compile("An empty record"))
-    expect(empty_row).to_contain_text("No attachment or URL")
-    expect(empty_row.get_by_role("checkbox")).to_have_count(0)
-    expect(page.get_by_role("row", name=re.compile("Template"))).to_have_count(0)
+    for title, reason in (
+        ("An empty record", "No attachment or URL"),
+        ("Template", "Template (template: true): never offered; a copy must drop that line"),
+        ("A private address", "URL not fetched: a private, loopback or non-http(s) address (GNOSI_URL_ALLOWLIST"),
+    ):
+        excluded = page.get_by_role("row", name=re.compile(f"^{title}"))
+        expect(excluded).to_contain_text(reason)
+        expect(excluded.get_by_role("checkbox")).to_have_count(0)
 
     page.get_by_label("Select DMCA summary").check()
     page.get_by_role("button", name="Create notebook").click()
     dialog = page.get_by_role("dialog", name="Create notebook")
-    expect(dialog.get_by_text("1 record omitted: no attachment or public URL.")).to_be_visible()
+    expect(dialog.get_by_text(re.compile(
+        r"3 records omitted: 1 × Template \(template: true\).*; 1 × URL not fetched.*GNOSI_URL_ALLOWLIST.*; "
+        r"1 × No attachment or URL\."
+    ))).to_be_visible()
     dialog.get_by_label("Type").select_option(label="report (1)")
     expect(dialog.get_by_role("listitem")).to_have_count(1)
     expect(dialog.get_by_role("checkbox", name=re.compile("DMCA summary"))).to_be_checked()

@@ -59,7 +59,8 @@ def test_notebook_from_real_pdfs_and_url(service: Api) -> None:
     catalogue = api.get("/api/notebooks/resources", per_page=200).json()
     listed = {item["resource_id"] for item in catalogue["items"]}
     assert "template" not in listed and "empty" not in listed
-    assert catalogue["omitted"] == 1
+    assert catalogue["omitted"] == 2
+    assert [(reason["code"], reason["count"]) for reason in catalogue["omitted_reasons"]] == [("TEMPLATE", 1), ("NO_SOURCE", 1)]
 
     ids = [*GOOD_PDFS, *BROKEN_PDFS, "web"]
     created = api.post(

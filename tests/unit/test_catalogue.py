@@ -293,8 +293,11 @@ def test_selector_over_the_vault(vault: Path) -> None:
     selection = Catalogue(vault).select(REFERENCES_ID)
     assert [item["title"] for item in selection.items] == ["Ábaco", "eclair", "Élan", "Zebra"]
     assert selection.total == 4
-    # body-only, private URL, ../ escape, absolute path, metadata only; not the template.
-    assert selection.omitted == 5
+    # body-only, private URL, ../ escape, absolute path, metadata only, and the template: each says why.
+    assert selection.omitted == 6
+    assert {reason["code"]: reason["count"] for reason in selection.omitted_reasons} == {
+        "TEMPLATE": 1, "URL_NOT_ALLOWED": 1, "PATH_NOT_ALLOWED": 2, "NO_SOURCE": 2,
+    }
     zebra = selection.items[3]
     assert zebra == {"resource_id": "Library/zebra.md", "title": "Zebra", "type": "paper", "authors": [],
                      "tags": ["zoo"], "source_count": 3, "kinds": ["attachment", "url"]}

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.catalogue import MAX_PER_PAGE, Record, Selection, Table, select_resources, validate_resource_ids
+from pipeline.catalogue import EXCLUSIONS, MAX_PER_PAGE, Record, Selection, Table, select_resources, validate_resource_ids
 from pipeline.types import PipelineError
 
 TABLE = Table(
@@ -49,7 +49,9 @@ def test_sorted_accent_and_case_insensitively_with_id_ties() -> None:
     selection = select_resources(RECORDS, TABLE)
     assert titles(selection) == ["Ábaco", "eclair", "Élan", "ÉLAN", "Zebra"]
     assert [item["resource_id"] for item in selection.items][2:4] == ["e1", "e3"]
-    assert (selection.total, selection.omitted, selection.page, selection.per_page) == (5, 2, 1, 50)
+    # Omitted, each with its reason: the template, the record without a source and the one whose URL is private.
+    assert (selection.total, selection.omitted, selection.page, selection.per_page) == (5, 3, 1, 50)
+    assert {reason["code"]: reason["count"] for reason in selection.omitted_reasons} == {"TEMPLATE": 1, "NO_SOURCE": 1, "URL_NOT_ALLOWED": 1}
     assert selection.to_dict()["items"][0]["type"] == "book"
 
 
@@ -58,6 +60,9 @@ def test_query_is_an_accent_insensitive_title_substring() -> None:
     assert titles(select_resources(RECORDS, TABLE, q=" ábá ")) == ["Ábaco"]
     assert select_resources(RECORDS, TABLE, q="source").omitted == 1  # "No sources" matches but is unusable
     assert select_resources(RECORDS, TABLE, q="template").total == 0
+    assert select_resources(RECORDS, TABLE, q="template").omitted_reasons == [
+        {"code": "TEMPLATE", "message": EXCLUSIONS["TEMPLATE"], "count": 1}
+    ]
 
 
 def test_facets_come_from_schema_types_over_the_usable_catalogue() -> None:

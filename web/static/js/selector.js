@@ -52,8 +52,9 @@ export class ResourceSelector {
   render(data) {
     for (const facet of FACETS) this.renderFacet(facet, data.facets?.[facet] ?? []);
     const omitted = byRole("omitted", this.root);
+    const reasons = (data.omitted_reasons ?? []).map((reason) => `${reason.count} × ${reason.message}`);
     omitted.textContent = data.omitted
-      ? `${data.omitted} record${data.omitted === 1 ? "" : "s"} omitted: no attachment or public URL.`
+      ? `${data.omitted} record${data.omitted === 1 ? "" : "s"} omitted: ${reasons.join("; ")}.`
       : "";
     const list = byRole("items", this.root);
     list.replaceChildren(...data.items.map((item) => this.renderItem(item)));

@@ -42,7 +42,7 @@ function row(record) {
     { class: usable ? null : "row-muted" },
     state.bulk ? h("td", { class: "cell-check" }, usable ? checkbox(record) : null) : null,
     h("th", { scope: "row" }, record.title || record.resource_id),
-    h("td", {}, usable ? "Has evidence" : h("span", { class: "muted" }, "No attachment or URL")),
+    h("td", {}, usable ? "Has evidence" : h("span", { class: "muted" }, record.excluded.message)),
   );
 }
 
@@ -63,9 +63,7 @@ async function load() {
     const rows = byRole("records-rows");
     rows.replaceChildren(...data.items.map(row));
     if (!data.items.length) rows.append(h("tr", {}, h("td", { colspan: "3", class: "muted" }, "No records.")));
-    const omitted = data.omitted
-      ? ` · ${data.omitted} omitted: no attachment or public URL`
-      : "";
+    const omitted = data.omitted ? ` · ${data.omitted} cannot be chosen (the reason is beside each)` : "";
     byRole("records-summary").textContent = `${data.total} record${data.total === 1 ? "" : "s"}${omitted}`;
     renderPager(byRole("records-pager"), {
       page: state.page,
