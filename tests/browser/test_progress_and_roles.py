@@ -110,6 +110,10 @@ def test_the_creator_adds_cancels_removes_and_retries(service, open_page) -> Non
 
     sources.get_by_role("button", name="Add sources").click()
     dialog = page.get_by_role("dialog", name="Add sources")
+    member = dialog.get_by_role("listitem").filter(has_text="DMCA summary")
+    expect(member).to_contain_text("In this notebook")
+    expect(member.get_by_role("checkbox")).to_be_checked()
+    expect(member.get_by_role("checkbox")).to_be_disabled()
     dialog.get_by_label("Search").fill("slow")
     dialog.get_by_role("checkbox", name=re.compile("A slow web page")).check()
     dialog.get_by_role("button", name="Add selected").click()

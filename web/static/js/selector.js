@@ -11,10 +11,14 @@ const PER_PAGE = 50;
 const FACETS = ["type", "author", "tag"];
 
 export class ResourceSelector {
-  /** `root` is a `[data-role=selector]` fieldset; `initial` the ids selected beforehand. */
-  constructor(root, { initial = [], errorBox = null } = {}) {
+  /**
+   * `root` is a `[data-role=selector]` fieldset; `initial` the ids selected beforehand; with
+   * `notebookId`, resources already in that notebook are marked and cannot be chosen again.
+   */
+  constructor(root, { initial = [], errorBox = null, notebookId = null } = {}) {
     this.root = root;
     this.errorBox = errorBox;
+    this.notebookId = notebookId;
     this.selected = new Set(initial);
     this.query = { q: "", type: "", author: "", tag: "", page: 1 };
     this.search = byRole("q", root);
@@ -41,7 +45,8 @@ export class ResourceSelector {
   async load(changes = {}) {
     Object.assign(this.query, changes);
     try {
-      const data = await api(withQuery("/api/notebooks/resources", { ...this.query, per_page: PER_PAGE }));
+      const scope = this.notebookId ? { notebook_id: this.notebookId } : {};
+      const data = await api(withQuery("/api/notebooks/resources", { ...this.query, ...scope, per_page: PER_PAGE }));
       if (this.errorBox) showError(this.errorBox, null);
       this.render(data);
     } catch (error) {
@@ -84,8 +89,9 @@ export class ResourceSelector {
     const checkbox = h("input", {
       type: "checkbox",
       value: item.resource_id,
-      checked: this.selected.has(item.resource_id),
-      disabled: !this.selected.has(item.resource_id) && this.selected.size >= MAX_SELECTED,
+      checked: item.member || this.selected.has(item.resource_id),
+      disabled: item.member || (!this.selected.has(item.resource_id) && this.selected.size >= MAX_SELECTED),
+      "data-member": item.member ? "" : null,
     });
     checkbox.addEventListener("change", () => {
       if (checkbox.checked) this.selected.add(item.resource_id);
@@ -101,6 +107,7 @@ export class ResourceSelector {
       {},
       h("label", { class: "check-row" }, checkbox,
         h("span", { class: "item-title" }, item.title || item.resource_id),
+        item.member ? h("span", { class: "badge" }, "In this notebook") : null,
         details ? h("span", { class: "muted item-meta" }, details) : null),
     );
   }
@@ -114,7 +121,7 @@ export class ResourceSelector {
   /** At the limit, only already selected boxes stay enabled. */
   syncLimit() {
     const full = this.selected.size >= MAX_SELECTED;
-    for (const box of byRole("items", this.root).querySelectorAll('input[type="checkbox"]')) {
+    for (const box of byRole("items", this.root).querySelectorAll('input[type="checkbox"]:not([data-member])')) {
       box.disabled = full && !box.checked;
     }
   }

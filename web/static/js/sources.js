@@ -187,7 +187,7 @@ export class SourcesPanel {
     this.selector?.destroy();
     const errorBox = byRole("form-error", this.addDialog);
     showError(errorBox, null);
-    this.selector = new ResourceSelector(byRole("selector", this.addDialog), { errorBox });
+    this.selector = new ResourceSelector(byRole("selector", this.addDialog), { errorBox, notebookId: this.page.id });
     this.selector.load({ page: 1 });
     this.addDialog.showModal();
   }
