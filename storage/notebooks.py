@@ -128,6 +128,29 @@ def member_ids(session: Session, notebook: Notebook) -> list[str]:
     return list(session.scalars(_members_query(notebook, NotebookResource.resource_id)).all())
 
 
+def failing_count(session: Session, notebook: Notebook, revision: Revision) -> int:
+    """Members that ``revision`` covered and for which it holds no usable source (every source in
+    error, or none left): what the sources panel shows as ``error``, counted for the status line."""
+    if revision.completed_at is None:
+        return 0
+    usable = (
+        select(Source.id)
+        .where(Source.revision_id == revision.id, Source.resource_id == NotebookResource.resource_id, Source.state != "error")
+        .exists()
+    )
+    return session.scalar(
+        select(func.count())
+        .select_from(NotebookResource)
+        .where(
+            NotebookResource.notebook_id == notebook.id,
+            NotebookResource.vault_hash == notebook.vault_hash,
+            NotebookResource.workspace_id == notebook.workspace_id,
+            NotebookResource.added_at <= revision.completed_at,
+            ~usable,
+        )
+    ) or 0
+
+
 def backed_off(session: Session, notebook: Notebook, now: datetime) -> set[str]:
     """Members that keep failing and are not due for another try yet."""
     return set(

@@ -26,6 +26,7 @@ def _detail(session, notebook: Notebook, user_id: str) -> dict:  # type: ignore[
         revision=revision,
         job=jobs.active_job(session, notebook) or jobs.latest_job(session, notebook),
         resource_count=len(notebooks.member_ids(session, notebook)),
+        failing_count=notebooks.failing_count(session, notebook, revision) if revision else 0,
         is_owner=notebook.creator_id == user_id,
     )
 

@@ -38,7 +38,8 @@ def revision_json(revision: Revision | None) -> dict[str, Any] | None:
 
 
 def notebook_json(
-    notebook: Notebook, *, revision: Revision | None, job: Job | None, resource_count: int, is_owner: bool
+    notebook: Notebook, *, revision: Revision | None, job: Job | None, resource_count: int, failing_count: int,
+    is_owner: bool,
 ) -> dict[str, Any]:
     return {
         "id": notebook.id,
@@ -49,6 +50,7 @@ def notebook_json(
         "creator_id": notebook.creator_id,
         "is_owner": is_owner,
         "resource_count": resource_count,
+        "failing_count": failing_count,
         "active_revision": revision_json(revision),
         "job": job_json(job),
         "created_at": iso(notebook.created_at),

@@ -68,6 +68,7 @@ def service(tmp_path_factory, browser_type_launch_args) -> Iterator[Service]:  #
         vault.record("empty", "An empty record", authors=["Nobody"], tags=["law"])
         vault.record("template", "Template", template=True)
         vault.record("private", "A private address", link="http://10.1.2.3/page.html")
+        vault.record("damaged", "A damaged PDF", file=vault.attach_corpus("pdf/invalid.pdf"), kind="damaged")
         reading = _reading_list(vault.root)
         d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, redis=False))
         subprocess.run(

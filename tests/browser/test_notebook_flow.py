@@ -81,7 +81,7 @@ def create_from_references(page: Page, title: str, shot, viewport: str) -> None:
         r"3 records omitted: 1 × Template \(template: true\).*; 1 × URL not fetched.*GNOSI_URL_ALLOWLIST.*; "
         r"1 × No attachment or URL\."
     ))).to_be_visible()
-    expect(dialog.get_by_role("listitem")).to_have_count(3)  # the empty, private and template records are not offered
+    expect(dialog.get_by_role("listitem")).to_have_count(4)  # the empty, private and template records are not offered
     if viewport == "desktop":
         shot(page, "create-dialog")
     dialog.get_by_role("button", name="Create notebook").click()

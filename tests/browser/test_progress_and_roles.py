@@ -68,7 +68,7 @@ def test_the_bulk_action_exists_only_on_the_references_table(service, open_page)
     expect(page.get_by_role("heading", name="References")).to_be_visible()
     expect(page.get_by_role("button", name="Create notebook")).to_be_disabled()
     expect(page.locator("[data-role=records-summary]")).to_have_text(
-        "6 records · 3 cannot be chosen (the reason is beside each)"
+        "7 records · 3 cannot be chosen (the reason is beside each)"
     )
     for title, reason in (
         ("An empty record", "No attachment or URL"),
@@ -142,3 +142,16 @@ def test_the_creator_adds_cancels_removes_and_retries(service, open_page) -> Non
     expect(note).to_be_hidden(timeout=30_000)  # the failure note of the cancelled job is gone
     expect(page.locator("[data-role=notebook-status]")).to_have_text("Ready")
     expect(dmca).to_have_attribute("data-state", "available")
+
+
+def test_a_ready_notebook_with_a_failing_resource_says_so(service, open_page) -> None:  # type: ignore[no-untyped-def]
+    api = service.deployment.api
+    notebook_id = api.create(["dmca", "damaged"], title="One of two")
+    assert api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
+    page = open_page("desktop")
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}")
+    expect(page.locator("[data-role=notebook-status]")).to_have_text("Ready · 1 error")
+    damaged = page.locator("#panel-sources .source-item[data-resource-id=damaged]")
+    expect(damaged).to_have_attribute("data-state", "error")
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Library").click()
+    expect(page.get_by_role("row", name=re.compile("One of two"))).to_contain_text("Ready · 1 error")

@@ -15,8 +15,9 @@ export function notebookStatus(detail) {
     return job.total ? `Indexing ${job.done} of ${job.total}` : "Checking sources";
   }
   if (detail.active_revision) {
-    if (job && job.state === "failed") return "Ready (last refresh failed)";
-    return "Ready";
+    const failing = detail.failing_count ? ` · ${detail.failing_count} error${detail.failing_count === 1 ? "" : "s"}` : "";
+    if (job && job.state === "failed") return `Ready (last refresh failed)${failing}`;
+    return `Ready${failing}`;
   }
   if (job && job.state === "cancelled") return "Cancelled before the first index";
   if (job && job.state === "failed") return "Failed";
