@@ -6,9 +6,10 @@ job's progress change together or not at all.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay, touched
@@ -326,10 +327,28 @@ def remember_stats(session: Session, plans: list[PlannedSource]) -> None:
             source.file_size, source.file_mtime_ns = plan.file_size, plan.file_mtime_ns
 
 
-def finish_unchanged(session: Session, job: Job, notebook: Notebook) -> Finish:
-    """Nothing changed: the job succeeds without a new revision."""
+def finish_unchanged(
+    session: Session, job: Job, notebook: Notebook, previous: dict[SourceKey, PreviousSource]
+) -> Finish:
+    """Nothing changed: the job succeeds without a new revision, and its check counts as one."""
     jobs.transition(session, job.id, ("running",), "succeeded")
+    mark_checked(session, notebook.id, previous, utcnow())
     return Finish("succeeded", _follow_up(session, job, notebook))
+
+
+def mark_checked(
+    session: Session, notebook_id: str, previous: dict[SourceKey, PreviousSource], at: datetime
+) -> None:
+    """A check found the active revision's sources unchanged: the members whose sources are all
+    available were checked successfully ``at`` (the sources panel's "last successful check")."""
+    failing = {key[0] for key, source in previous.items() if source.state != "available"}
+    checked = {key[0] for key in previous} - failing
+    if checked:
+        session.execute(
+            update(NotebookResource)
+            .where(NotebookResource.notebook_id == notebook_id, NotebookResource.resource_id.in_(checked))
+            .values(last_success_at=at)
+        )
 
 
 def _mark_members_checked(session: Session, notebook: Notebook, revision: Revision) -> None:

@@ -128,7 +128,7 @@ def _fingerprint(job_id: str, owner: str, clock: StepClock) -> None:
         ingestion.remember_stats(session, plans)  # before reused sources are copied, so copies have it too
         step_durations.observe(session, clock.timings())  # a resumed draft's run is not counted
         if unchanged(plans, previous) and notebook.active_revision_id:
-            after_finish(ingestion.finish_unchanged(session, job, notebook))
+            after_finish(ingestion.finish_unchanged(session, job, notebook, previous))
             return
         orders = ingestion.start_revision(session, job, notebook, plans)
     send_orders(job_id, orders)

@@ -40,6 +40,8 @@ def _nothing_changed(svc: Services, notebook_id: str, *, explicit: bool) -> bool
             ingestion.remember_stats(session, plans)
     if not unchanged(plans, previous):
         return False
+    with svc.db.session() as session:
+        ingestion.mark_checked(session, notebook_id, previous, utcnow())
     svc.recent_checks.remember(notebook_id, stamp)
     return True
 

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select
 
 from app.services.recent_checks import RecentChecks
-from storage.models import Job
+from storage.models import Job, NotebookResource
 from steps.test_task_contract import counting, ingest, open_notebook, wrap
 
 if TYPE_CHECKING:
@@ -88,3 +88,30 @@ def test_a_question_checks_for_changes_only_after_its_answer_is_out(lab: Lab, la
     queued = _last_job(instance, notebook_id)
     assert queued != job.id, "the edit was noticed by the question, after its answer"
     assert instance.wait_job_end(queued).state == "succeeded"
+
+
+def test_a_check_that_finds_nothing_changed_counts_as_a_successful_check(
+    lab: Lab, launch: Callable[..., Instance]
+) -> None:
+    """The sources panel's "last successful check" moves with every check that ran, not only
+    with a new revision."""
+    instance = launch(GNOSI_OPENS_PER_MINUTE="60", GNOSI_CHANGE_CHECK_SECONDS="0")
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+
+    def last_checked() -> list[Any]:  # the API shows them to the second; the rows hold more
+        with instance.app.extensions["gnosi"].db.reader() as session:
+            return list(session.scalars(
+                select(NotebookResource.last_success_at)
+                .where(NotebookResource.notebook_id == notebook_id)
+                .order_by(NotebookResource.resource_id)
+            ))
+
+    after_ingestion = last_checked()
+    assert all(after_ingestion)
+    assert open_notebook(instance, notebook_id) == "not_needed"
+    after_opening = last_checked()
+    assert all(later > earlier for later, earlier in zip(after_opening, after_ingestion))
+    response = instance.call("POST", f"/api/notebooks/{notebook_id}/refresh")
+    assert response.status_code in (200, 202) and response.json["outcome"] == "not_needed"
+    assert all(later > earlier for later, earlier in zip(last_checked(), after_opening))
