@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import literal_column, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay, touched
@@ -94,7 +94,7 @@ def start_revision(
         content_hash = plan.fingerprint if plan.ref.kind == "attachment" else None
         orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators), _cached(plan), content_hash))
     job.revision_id = revision.id
-    job.total = len(orders)
+    job.total = len({order.ref["resource_id"] for order in orders})  # resources, as the sources panel counts
     job.done = 0
     job.current_resource_id = orders[0].ref["resource_id"] if orders else None
     return orders
@@ -214,14 +214,21 @@ def record_result(session: Session, job: Job, notebook: Notebook, result: Source
             _audit(session, job, source, "changed", None)
     else:
         _carry_previous(session, job, notebook, source, result)
-    job.done += 1
-    waiting = session.scalar(
-        select(Source.resource_id).where(
-            Source.revision_id == job.revision_id, Source.state == "indexing"
-        )
-    )
-    job.current_resource_id = waiting
+    _count_progress(session, job)
     return source
+
+
+def _count_progress(session: Session, job: Job) -> None:
+    """Resources done (none of their sources still indexing) of those the job works on, and the
+    one a worker most likely holds: the earliest sent of those still indexing (sources are sent in
+    the order they were added, and queues hand them out first in, first out)."""
+    waiting = session.scalars(
+        select(Source.resource_id)
+        .where(Source.revision_id == job.revision_id, Source.state == "indexing")
+        .order_by(literal_column("sources.rowid"))
+    ).all()
+    job.done = job.total - len(set(waiting))
+    job.current_resource_id = waiting[0] if waiting else None
 
 
 def _keep_last_check(session: Session, notebook: Notebook, source: Source) -> None:
