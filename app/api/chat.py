@@ -19,6 +19,7 @@ from app.metrics import CHAT_DONE, CHAT_FIRST_EVENT
 from app.services.chat_request import MAX_CONTEXTS, READY_STATES, authorize_turn, parse_turn
 from app.services.chat_turn import run_turn
 from app.services.ingest import request_ingest
+from app.services.titles import display_title, record_titles, titled_citations
 from pipeline.types import PipelineError
 from storage import conversations, notebooks, revisions
 from storage.models import User
@@ -108,6 +109,7 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
         thread = conversations.thread(session, notebook, principal.user_id, create=False)
         messages = conversations.messages(session, thread) if thread else []
         authors = {u.id: u.name for u in session.query(User).filter(User.id.in_({m.author_id for m in messages if m.author_id}))}
+        labelled = titled_citations(services(), session, [m.citations for m in messages])
         return {
             "notebook_id": notebook.id,
             "mode": notebook.conversation_mode,
@@ -120,10 +122,10 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
                     "author": {"id": m.author_id, "name": authors.get(m.author_id)} if m.author_id else None,
                     "text": m.text,
                     "status": m.status,
-                    "citations": m.citations,
+                    "citations": citations,
                     "created_at": iso(m.created_at),
                 }
-                for m in messages
+                for m, citations in zip(messages, labelled)
             ],
         }
 
@@ -148,8 +150,12 @@ def chat_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         members = set(notebooks.member_ids(session, notebook))
+        titles = record_titles(services(), notebook.table_id)
         sources = [
-            {"id": s.id, "resource_id": s.resource_id, "kind": s.kind, "title": s.title, "state": s.state}
+            {
+                "id": s.id, "resource_id": s.resource_id, "kind": s.kind, "title": s.title, "state": s.state,
+                "label": display_title(titles.get(s.resource_id), s.title, s.value, s.resource_id),
+            }
             for s in (revisions.sources(session, notebook.active_revision_id) if notebook.active_revision_id else [])
             if s.state in READY_STATES and s.resource_id in members
         ]

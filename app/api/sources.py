@@ -12,8 +12,8 @@ from app.errors import ApiError
 from app.extensions import services
 from app.http import json_object, paging, string_list
 from app.services.ingest import request_ingest
+from app.services.titles import record_titles
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
-from pipeline.types import PipelineError
 from storage import jobs, notebooks, revisions
 from storage.models import Source
 
@@ -36,15 +36,6 @@ def resource_state(sources: list[Source], waiting: bool) -> str:
     return "stale" if "stale" in states else "available"
 
 
-def _record_titles(table_id: str) -> dict[str, str]:
-    """Display titles of the notebook's table (selection metadata only, never evidence)."""
-    catalogue = services().catalogue
-    try:
-        return {record.resource_id: record.title for record in catalogue.records(catalogue.table(table_id))}
-    except PipelineError:
-        return {}
-
-
 @bp.get("/<notebook_id>/sources")
 def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
@@ -59,7 +50,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
         members = notebooks.members(session, notebook)
         window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
         items = []
-        titles = _record_titles(notebook.table_id)
+        titles = record_titles(services(), notebook.table_id)
         revision = revisions.get(session, notebook, revision_id) if revision_id else None
         covered_at = revision.completed_at if revision else None
         for member in window:

@@ -10,6 +10,7 @@ from typing import Any
 from app.api.views import open_url
 from app.extensions import Services
 from app.services.chat_request import READY_STATES, PinnedContext
+from app.services.titles import display_title, record_titles
 from pipeline.answering.tools import notebook_tools
 from pipeline.answering.types import EvidenceItem, ToolRegistry
 from storage import evidence, retrieval, revisions
@@ -24,6 +25,14 @@ class TurnTools:
         self.contexts = contexts
         self.found: dict[str, tuple[str, EvidenceChunk]] = {}
         self.registry: ToolRegistry = notebook_tools(search=self.search, read=self.read, inspect=self.inspect)
+        self._titles: dict[str, dict[str, str]] = {}
+
+    def _record_titles(self, notebook_id: str) -> dict[str, str]:
+        """The record titles of a context notebook's table, read once per turn."""
+        if notebook_id not in self._titles:
+            table_id = next(c.notebook.table_id for c in self.contexts if c.notebook.id == notebook_id)
+            self._titles[notebook_id] = record_titles(self.svc, table_id)
+        return self._titles[notebook_id]
 
     def _item(self, context: PinnedContext, chunk: EvidenceChunk, score: float) -> EvidenceItem:
         self.found[chunk.chunk_id] = (context.notebook.id, chunk)
@@ -86,9 +95,11 @@ class TurnTools:
         if chunk_id not in self.found or self.registry.seen(chunk_id) is None:
             return None
         notebook_id, chunk = self.found[chunk_id]
+        record_title = self._record_titles(notebook_id).get(chunk.resource_id)
         return {
             "notebook_id": notebook_id,
             "resource_id": chunk.resource_id,
+            "title": display_title(record_title, chunk.source_title, chunk.source_value, chunk.resource_id),
             "revision_id": chunk.revision_id,
             "source_id": chunk.source_id,
             "chunk_id": chunk.chunk_id,

@@ -22,12 +22,14 @@ FLOWS = {
         "page": 12,
         "label": None,
         "words": "notice and takedown procedure",
+        "record": "DMCA summary",
     },
     "mobile": {
         "question": "Abbildung eines Torus auf eine Sphäre",
         "page": 40,
         "label": "37",
         "words": "Torus",
+        "record": "Géométrie et topologie",
     },
 }
 
@@ -130,6 +132,7 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     expect(answer).to_have_attribute("aria-busy", "false", timeout=60_000)
     citation = answer.locator("ol.citations a", has_text=f"p. {flow['page']}").first
     expect(citation).to_be_visible()
+    expect(citation).to_have_text(re.compile(rf"^{flow['record']} · p\. {flow['page']}"))  # the record's title, not its path
     expect(answer.locator(".msg-text a.cite").first).to_have_attribute("href", re.compile(r"/evidence/"))
     if viewport == "mobile":
         assert_fits_the_screen(page)
@@ -141,6 +144,7 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     expect(viewer.locator("[data-role=viewer-page-number]")).to_have_text(re.compile(rf"^Page {flow['page']} of \d+$"))
     if flow["label"]:
         expect(viewer.locator("[data-role=viewer-meta]")).to_contain_text(f"printed page {flow['label']}")
+    expect(viewer.locator(".viewer-title")).to_contain_text(flow["record"])
     sheet = viewer.locator(f".pdf-page[data-page-number='{flow['page']}']")
     expect(sheet).to_have_attribute("data-highlighted", "true")
     marks = sheet.locator(".textLayer mark.highlight")
@@ -149,6 +153,9 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     shot(page, "pdf-viewer" if viewport == "desktop" else "pdf-viewer-mobile")
     page.get_by_role("dialog", name="Cited evidence").get_by_role("button", name="Close").click()
     expect(viewer).to_be_hidden()
+    page.reload()  # the transcript comes back from the server: the labels are still titles
+    reloaded = page.locator("#panel-chat li.msg-assistant").last.locator("ol.citations a", has_text=f"p. {flow['page']}").first
+    expect(reloaded).to_have_text(re.compile(rf"^{flow['record']} · p\. {flow['page']}"))
 
     # The same link opened on its own (a new tab) shows the same page and passage.
     standalone = page.context.new_page()

@@ -19,7 +19,6 @@ export class ChatPanel {
     this.note = byRole("chat-note", this.root);
     this.viewerDialog = byRole("viewer-dialog");
     this.messages = [];
-    this.titles = new Map();
     this.citations = new WeakMap();
     this.chosenSources = new Set();
     this.chosenNotebooks = new Set();
@@ -71,12 +70,11 @@ export class ChatPanel {
   /** The toolbar's choices: this notebook's available sources and other notebooks. */
   async loadSources() {
     const data = await api(`${this.base}/chat-sources`);
-    for (const source of data.sources) this.titles.set(source.resource_id, source.title || source.resource_id);
     const available = new Set(data.sources.map((source) => source.id));
     this.chosenSources = new Set([...this.chosenSources].filter((id) => available.has(id)));
     byRole("source-choices", this.root).replaceChildren(
       ...data.sources.map((source) =>
-        this.choice(source.id, `${source.title || source.resource_id} (${source.kind})`, this.chosenSources)),
+        this.choice(source.id, `${source.label} (${source.kind})`, this.chosenSources)),
     );
     if (!data.sources.length) byRole("source-choices", this.root).append(h("li", { class: "muted" }, "No source is available yet."));
     byRole("notebook-choices", this.root).replaceChildren(
@@ -181,20 +179,19 @@ export class ChatPanel {
       item.append(
         h("ol", { class: "citations", "aria-label": "Citations" }, ...citations.map((citation, index) =>
           h("li", {},
-            this.citationLink(citation, index + 1, `${this.titles.get(citation.resource_id) || citation.resource_id} · ${locatorLabel(citation.locator)}`),
+            this.citationLink(citation, index + 1, `${citation.title} · ${locatorLabel(citation.locator)}`),
             citation.quote ? h("q", { class: "muted" }, citation.quote.length > QUOTE_PREVIEW ? `${citation.quote.slice(0, QUOTE_PREVIEW)}…` : citation.quote) : null))),
       );
     }
   }
 
   citationLink(citation, number, text) {
-    const title = this.titles.get(citation.resource_id) || citation.resource_id;
     const web = isWebCitation(citation);
     const link = h("a", {
       class: "cite",
       href: citationHref(citation),
       "data-citation": String(number),
-      "aria-label": `Citation ${number}: ${title}, ${locatorLabel(citation.locator)}${web ? " (opens the web page in a new tab)" : ""}`,
+      "aria-label": `Citation ${number}: ${citation.title}, ${locatorLabel(citation.locator)}${web ? " (opens the web page in a new tab)" : ""}`,
       target: web ? "_blank" : null,
       rel: web ? "noopener noreferrer" : null,
     }, text);
@@ -214,7 +211,7 @@ export class ChatPanel {
       chunkId: citation.chunk_id,
       revisionId: citation.revision_id,
       quote: citation.quote,
-      title: this.titles.get(citation.resource_id) || citation.resource_id,
+      title: citation.title,
     });
   }
 
