@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urldefrag
 
 from flask import url_for
 
@@ -75,12 +75,15 @@ def source_json(source: Source) -> dict[str, Any]:
 
 
 def open_url(notebook_id: str, chunk: EvidenceChunk) -> str:
-    """Where a citation leads: the original validated URL for web evidence, else our viewer."""
+    """Where a citation leads a person: the original validated URL for web evidence, at the
+    section the passage is in (``#fragment``, the nearest heading's id), else the dashboard's
+    evidence page for that revision (the JSON is ``/api/.../evidence/...``)."""
     if chunk.source_kind == "url":
-        return chunk.source_final_url or chunk.source_value
-    base = url_for("search.evidence_for", notebook_id=notebook_id, chunk_id=chunk.chunk_id)
-    page = chunk.locator.get("page")
-    return f"{base}?revision={quote(chunk.revision_id)}" + (f"#page={page}" if page else "")
+        page_url = urldefrag(chunk.source_final_url or chunk.source_value).url
+        fragment = chunk.locator.get("fragment")
+        return f"{page_url}#{quote(fragment)}" if fragment else page_url
+    base = url_for("dashboard.evidence", notebook_id=notebook_id, chunk_id=chunk.chunk_id)
+    return f"{base}?revision={quote(chunk.revision_id)}"
 
 
 def evidence_json(notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:

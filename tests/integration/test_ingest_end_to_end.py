@@ -88,6 +88,9 @@ def test_notebook_from_real_pdfs_and_url(service: Api) -> None:
     hit = _top(api, notebook_id, "notice and takedown procedure")
     assert hit["resource_id"] == "dmca"
     assert hit["locator"]["page"] == 12
+    # A person follows open_url: the dashboard's evidence page of that revision, not the JSON.
+    assert hit["open_url"] == f"/notebooks/{notebook_id}/evidence/{hit['chunk_id']}?revision={hit['revision_id']}"
+    assert api.http.get(hit["open_url"]).headers["content-type"].startswith("text/html")
 
     hit = _top(api, notebook_id, "Abbildung eines Torus auf eine Sphäre")
     assert hit["resource_id"] == "geotopo"
@@ -109,3 +112,5 @@ def test_notebook_from_real_pdfs_and_url(service: Api) -> None:
     assert web["resource_id"] == "web"
     assert web["locator"]["url"].endswith("/wikipedia/source.html")
     assert web["open_url"].startswith("http://127.0.0.1")
+    fragment = web["locator"].get("fragment")
+    assert web["open_url"].endswith(f"#{fragment}" if fragment else "/wikipedia/source.html")
