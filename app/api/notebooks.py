@@ -72,7 +72,8 @@ def create():  # type: ignore[no-untyped-def]
 @bp.get("/<notebook_id>")
 def detail(notebook_id: str):  # type: ignore[no-untyped-def]
     """``?open=1`` marks the user opening the notebook: sources are compared with the active
-    revision and a refresh is queued only if something changed (plain polling never triggers)."""
+    revision and a refresh is queued only if something changed (plain polling never triggers).
+    ``ingest`` says what the opening decided, as creating and refreshing do (null: not asked)."""
     principal = current_principal()
     svc = services()
     with svc.db.reader() as session:
@@ -82,7 +83,7 @@ def detail(notebook_id: str):  # type: ignore[no-untyped-def]
         outcome = _open(svc, principal.user_id, notebook_id)
     with svc.db.reader() as session:
         body = _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
-    return {**body, "ingest": outcome} if outcome else body
+    return {**body, "ingest": outcome}
 
 
 def _open(svc: Services, user_id: str, notebook_id: str) -> str:
@@ -136,7 +137,7 @@ def refresh(notebook_id: str):  # type: ignore[no-untyped-def]
     outcome, job = request_ingest(
         svc, notebook_id, requested_by=principal.user_id, only_if_changed=True, explicit=True
     )
-    return {"outcome": outcome, "job": job_json(job)}, 202
+    return {"ingest": outcome, "job": job_json(job)}, 202
 
 
 @bp.post("/<notebook_id>/refresh/cancel")

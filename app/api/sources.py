@@ -6,7 +6,7 @@ from collections import defaultdict
 from flask import Blueprint, request, send_file
 
 from app.api.access import owned_notebook, visible_notebook
-from app.api.views import iso, source_json
+from app.api.views import iso, job_json, source_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
@@ -88,7 +88,7 @@ def add_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     outcome, job = (
         request_ingest(svc, notebook_id, requested_by=principal.user_id) if added else ("not_needed", None)
     )
-    return {"added": added, "ingest": outcome, "job_id": job.id if job else None}, 202
+    return {"added": added, "ingest": outcome, "job": job_json(job)}, 202
 
 
 @bp.delete("/<notebook_id>/sources/<path:resource_id>")
@@ -114,7 +114,7 @@ def retry_resource(notebook_id: str, resource_id: str):  # type: ignore[no-untyp
     outcome, job = request_ingest(
         svc, notebook_id, requested_by=principal.user_id, params={"force_resource_ids": [resource_id]}
     )
-    return {"outcome": outcome, "job_id": job.id if job else None}, 202
+    return {"ingest": outcome, "job": job_json(job)}, 202
 
 
 @bp.get("/<notebook_id>/sources/<source_id>/file")

@@ -171,7 +171,7 @@ def test_citations_survive_a_refresh_that_changes_the_source(world) -> None:
     citation = next(c for c in done_of(events)["citations"] if c["resource_id"] == "dmca")
     (vault.root / "files" / "dmca.pdf").write_bytes((CORPUS / "pdf" / "naacl06-shinyama.pdf").read_bytes())
     refresh = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
-    assert refresh["outcome"] == "queued"
+    assert refresh["ingest"] == "queued"
     detail = d.api.wait_for_job(notebook_id, job_id=refresh["job"]["id"])
     assert detail["active_revision"]["id"] != citation["revision_id"]
     evidence = d.api.get(f"/api/notebooks/{notebook_id}/evidence/{citation['chunk_id']}", revision=citation["revision_id"])
@@ -216,7 +216,7 @@ def test_cancelling_the_first_ingestion_blocks_chat_until_a_refresh_succeeds(wor
         status, events = d.api.chat({"notebook_id": notebook_id, "message": "Torus?"})
         assert status == 409 and events[0][1]["code"] == "NOTEBOOK_NOT_READY"
         assert "cancelled" in events[0][1]["message"]
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         assert d.api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
         status, events = d.api.chat({"notebook_id": notebook_id, "message": "How is a torus mapped onto a sphere?"})
     assert status == 200 and done_of(events)["status"] == "answered"

@@ -44,7 +44,7 @@ def test_twenty_rapid_refreshes_coalesce(tmp_path: Path) -> None:
         d.start_web()
         d.start_worker("w", concurrency=2)
         notebook_id = d.api.create(["dmca", *big_ids()[:4]])
-        outcomes = [d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] for _ in range(20)]
+        outcomes = [d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] for _ in range(20)]
         assert set(outcomes) == {"coalesced"}
         d.api.wait_until(notebook_id, lambda nb: nb["job"]["state"] == "succeeded" and not nb["job"]["rerun_requested"])
         d.api.wait_until(notebook_id, lambda nb: all(state == "succeeded" for _, state in job_rows(d, notebook_id)))
@@ -83,7 +83,7 @@ def test_cancelling_the_first_ingestion_blocks_until_a_refresh_succeeds(tmp_path
         assert detail["active_revision"] is None
         blocked = d.api.get(f"/api/notebooks/{notebook_id}/search", q="Torus")
         assert blocked.status_code == 409 and blocked.json()["code"] == "NO_ACTIVE_REVISION"
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
 
 
@@ -173,24 +173,24 @@ def test_incremental_refresh_retry_stale_and_removal(tmp_path: Path) -> None:
         d.api.wait_for_job(notebook_id)
         assert d.extract_calls() == 3
 
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "not_needed"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "not_needed"
 
         # A renamed record: a new revision whose copied chunks carry the new name, no extraction.
         vault.record("naacl", "Zephyrine paraphrase notes", file="files/naacl06-shinyama.pdf")
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
         assert d.extract_calls() == 3
         named = d.api.get(f"/api/notebooks/{notebook_id}/search", q="zephyrine").json()["results"]
         assert named and {hit["resource_id"] for hit in named} == {"naacl"}
 
         _replace(vault, "files/naacl06-shinyama.pdf", (CORPUS / "pdf" / "odf_presentation_01.odp.pdf").read_bytes())
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 3
         assert d.extract_calls() == 4
 
         retry = d.api.post(f"/api/notebooks/{notebook_id}/sources/dmca/refresh").json()
-        assert retry["outcome"] == "queued"
-        d.api.wait_for_job(notebook_id, job_id=retry["job_id"])
+        assert retry["ingest"] == "queued"
+        d.api.wait_for_job(notebook_id, job_id=retry["job"]["id"])
         assert d.extract_calls() == 5
 
         _replace(vault, "files/tracemonkey.pdf", b"%PDF-1.4 this is no longer a PDF")

@@ -32,7 +32,7 @@ def test_failing_resource_backs_off_and_audits_store_no_chunk_copies(tmp_path: P
         assert d.query("SELECT count(*) FROM jobs")[0][0] == 1
 
         refresh = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
-        assert refresh["outcome"] == "queued"  # an explicit refresh retries at once
+        assert refresh["ingest"] == "queued"  # an explicit refresh retries at once
         d.api.wait_for_job(notebook_id, job_id=refresh["job"]["id"])
         assert [state for (state,) in d.query("SELECT state FROM revisions ORDER BY number")] == ["complete", "audit"]
         assert d.query("SELECT count(*) FROM chunks")[0][0] == chunks

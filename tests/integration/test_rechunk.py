@@ -39,7 +39,7 @@ def test_a_chunking_change_chunks_again_without_extracting_again(tmp_path: Path)
         stop(d.web)
         d.start_web()
         d.start_worker("coordinator", "coordinator", beat=True)
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         detail = d.api.wait_for_job(notebook_id)
         second = detail["active_revision"]["id"]
 
@@ -56,7 +56,7 @@ def test_a_chunking_change_chunks_again_without_extracting_again(tmp_path: Path)
         # A changed file: its old extraction is referenced by no kept revision any more.
         old_key = d.query("SELECT extraction_key FROM sources WHERE revision_id = ? AND resource_id = 'naacl'", second)[0][0]
         (vault.root / "files" / "naacl06-shinyama.pdf").write_bytes((CORPUS / "pdf" / "dmca.pdf").read_bytes())
-        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["outcome"] == "queued"
+        assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         d.api.wait_for_job(notebook_id)
         cache = Path(d.env["LOCAL_DATA"]) / "system" / "extractions"
         kept = {row[0] for row in d.query("SELECT extraction_key FROM sources")}

@@ -29,7 +29,7 @@ def _pages() -> dict[str, Page]:
 
 def _refresh_and_wait(d: Deployment, notebook_id: str) -> dict:
     response = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
-    assert response["outcome"] == "queued", response
+    assert response["ingest"] == "queued", response
     return d.api.wait_for_job(notebook_id, job_id=response["job"]["id"])
 
 
@@ -52,7 +52,7 @@ def test_validators_hash_and_audit_outcomes(tmp_path: Path) -> None:
             assert first["number"] == 1
 
             within_ttl = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
-            assert within_ttl["outcome"] == "not_needed"
+            assert within_ttl["ingest"] == "not_needed"
             assert len(pages["etag.html"].requests) == 1
 
             time.sleep(2.2)
@@ -63,7 +63,7 @@ def test_validators_hash_and_audit_outcomes(tmp_path: Path) -> None:
             assert sorted(_audit(d)[-3:]) == [("etag", "unchanged"), ("lastmod", "unchanged"), ("plain", "unchanged")]
             assert d.query("SELECT number, state FROM revisions ORDER BY number") == [(1, "complete"), (2, "audit")]
             again = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
-            assert again["outcome"] == "not_needed", "an unchanged check restarts the TTL"
+            assert again["ingest"] == "not_needed", "an unchanged check restarts the TTL"
 
             pages["plain.html"].change(TEXT.format(word="violet"))
             time.sleep(2.2)

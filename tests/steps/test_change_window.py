@@ -58,7 +58,7 @@ def test_a_refresh_looks_whatever_the_window(lab: Lab, launch: Callable[..., Ins
     pdf = lab.vault.root / "files" / "dmca.pdf"
     pdf.write_bytes(pdf.read_bytes() + b"\n% edited\n")
     response = instance.call("POST", f"/api/notebooks/{notebook_id}/refresh")
-    assert response.status_code == 202 and response.json["outcome"] == "queued", response.json
+    assert response.status_code == 202 and response.json["ingest"] == "queued", response.json
     instance.wait_job_end(response.json["job"]["id"])
 
 
@@ -113,5 +113,5 @@ def test_a_check_that_finds_nothing_changed_counts_as_a_successful_check(
     after_opening = last_checked()
     assert all(later > earlier for later, earlier in zip(after_opening, after_ingestion))
     response = instance.call("POST", f"/api/notebooks/{notebook_id}/refresh")
-    assert response.status_code in (200, 202) and response.json["outcome"] == "not_needed"
+    assert response.status_code in (200, 202) and response.json["ingest"] == "not_needed"
     assert all(later > earlier for later, earlier in zip(last_checked(), after_opening))

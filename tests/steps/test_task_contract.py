@@ -152,7 +152,7 @@ def test_a_new_chunking_recipe_rechunks_without_extracting(
 
     second = launch(GNOSI_CHUNK_MAX_CHARS="600")
     response = second.call("POST", f"/api/notebooks/{notebook_id}/refresh")
-    assert response.status_code == 202 and response.json["outcome"] == "queued", response.json
+    assert response.status_code == 202 and response.json["ingest"] == "queued", response.json
     refreshed = second.wait_job_end(response.json["job"]["id"])
 
     assert refreshed.state == "succeeded", refreshed.error

@@ -41,8 +41,8 @@ def test_a_touched_file_is_hashed_once(
     # so the active revision must learn the new stat too, not only the copy.
     touch(files / "dmca.pdf")
     response = instance.call("POST", f"/api/notebooks/{notebook_id}/sources/naacl/refresh")
-    assert response.status_code == 202 and response.json["outcome"] == "queued", response.json
-    refreshed = instance.wait_job_end(response.json["job_id"])
+    assert response.status_code == 202 and response.json["ingest"] == "queued", response.json
+    refreshed = instance.wait_job_end(response.json["job"]["id"])
     assert refreshed.state == "succeeded" and refreshed.total == 1, "only the refreshed resource is extracted again"
     hashed.clear()
     assert [open_notebook(instance, notebook_id) for _ in range(2)] == ["not_needed"] * 2

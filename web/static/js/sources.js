@@ -159,7 +159,7 @@ export class SourcesPanel {
       (result) => ({
         queued: "Refresh queued.",
         coalesced: "A refresh is already running; it will run again afterwards.",
-      })[result.outcome] || "Nothing changed since the last check.",
+      })[result.ingest] || "Nothing changed since the last check.",
     );
   }
 
