@@ -9,12 +9,11 @@ from __future__ import annotations
 from pathlib import PurePosixPath
 from typing import Any
 
-from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.extensions import Services
 from pipeline.types import PipelineError
-from storage.models import Notebook
+from storage import notebooks
 
 
 def record_titles(svc: Services, table_id: str) -> dict[str, str]:
@@ -40,7 +39,7 @@ def titled_citations(svc: Services, session: Session, transcripts: list[list[dic
     """Citations stored before they carried a ``title`` get one when read (stored messages stay
     as they were written): their record's title, else the record file's name."""
     untitled = {c["notebook_id"] for citations in transcripts for c in citations if "title" not in c}
-    tables = {nb.id: nb.table_id for nb in session.scalars(select(Notebook).where(Notebook.id.in_(untitled)))} if untitled else {}
+    tables = notebooks.table_ids(session, untitled)
     titles = {notebook_id: record_titles(svc, table_id) for notebook_id, table_id in tables.items()}
 
     def titled(citation: dict[str, Any]) -> dict[str, Any]:
