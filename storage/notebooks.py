@@ -146,17 +146,10 @@ def failing_count(session: Session, notebook: Notebook, revision: Revision) -> i
         .where(Source.revision_id == revision.id, Source.resource_id == NotebookResource.resource_id, Source.state != "error")
         .exists()
     )
-    return session.scalar(
-        select(func.count())
-        .select_from(NotebookResource)
-        .where(
-            NotebookResource.notebook_id == notebook.id,
-            NotebookResource.vault_hash == notebook.vault_hash,
-            NotebookResource.workspace_id == notebook.workspace_id,
-            NotebookResource.added_at <= revision.completed_at,
-            ~usable,
-        )
-    ) or 0
+    failing = _members_query(notebook, NotebookResource.resource_id).where(
+        NotebookResource.added_at <= revision.completed_at, ~usable
+    )
+    return session.scalar(select(func.count()).select_from(failing.subquery())) or 0
 
 
 def backed_off(session: Session, notebook: Notebook, now: datetime) -> set[str]:
