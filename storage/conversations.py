@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import delete, select
 from sqlalchemy.orm import Session
 
-from storage.models import ConversationThread, Message, Notebook, RevisionPin
+from storage.models import ConversationThread, Message, Notebook, RevisionPin, in_notebook
 
 
 def principal_for(notebook: Notebook, user_id: str) -> str:
@@ -21,9 +21,7 @@ def thread(session: Session, notebook: Notebook, user_id: str, *, create: bool) 
     principal = principal_for(notebook, user_id)
     found = session.scalar(
         select(ConversationThread).where(
-            ConversationThread.notebook_id == notebook.id,
-            ConversationThread.vault_hash == notebook.vault_hash,
-            ConversationThread.workspace_id == notebook.workspace_id,
+            in_notebook(ConversationThread, notebook),
             ConversationThread.mode == notebook.conversation_mode,
             ConversationThread.principal == principal,
         )

@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
 
-from storage.models import Chunk, Notebook, NotebookResource, Source
+from storage.models import Chunk, Notebook, NotebookResource, Source, in_notebook
 
 # bm25 weights of chunks_fts's columns (context, text): a question naming the document ("Adobe",
 # "2022 10-K") should prefer that document's pages. Chosen with bench/answer_quality.py. The
@@ -64,12 +64,7 @@ class EvidenceChunk:
 
 
 def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
-    return (
-        (NotebookResource.notebook_id == Chunk.notebook_id)
-        & (NotebookResource.resource_id == Chunk.resource_id)
-        & (NotebookResource.vault_hash == notebook.vault_hash)
-        & (NotebookResource.workspace_id == notebook.workspace_id)
-    )
+    return (NotebookResource.resource_id == Chunk.resource_id) & in_notebook(NotebookResource, notebook)
 
 
 def within_revisions(match: str, revision_ids: list[str]) -> str:
@@ -133,9 +128,7 @@ def _evidence_query(notebook: Notebook, revision_id: str):  # type: ignore[no-un
         .join(NotebookResource, _member_join(notebook))
         .where(
             Source.revision_id == revision_id,
-            Chunk.notebook_id == notebook.id,
-            Chunk.vault_hash == notebook.vault_hash,
-            Chunk.workspace_id == notebook.workspace_id,
+            in_notebook(Chunk, notebook),
         )
     )
 

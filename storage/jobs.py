@@ -13,7 +13,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
-from storage.models import Job, Notebook, utcnow
+from storage.models import Job, Notebook, in_notebook, utcnow
 
 INGEST = "notebook_ingest"
 ACTIVE_STATES = ("queued", "running", "cancelling")
@@ -29,9 +29,7 @@ def _jobs_of(notebook: Notebook):  # type: ignore[no-untyped-def]
     return (
         select(Job)
         .where(
-            Job.notebook_id == notebook.id,
-            Job.vault_hash == notebook.vault_hash,
-            Job.workspace_id == notebook.workspace_id,
+            in_notebook(Job, notebook),
         )
         .order_by(Job.created_at.desc())
         .limit(1)

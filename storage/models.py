@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
+    ColumnElement,
     Boolean,
     DateTime,
     Float,
@@ -22,6 +23,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    and_,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
@@ -42,6 +44,19 @@ class Base(DeclarativeBase):
 class Scoped:
     vault_hash: Mapped[str] = mapped_column(String(32), index=True)
     workspace_id: Mapped[str] = mapped_column(String(32), index=True)
+
+
+def in_notebook(model: Any, notebook: Notebook) -> ColumnElement[bool]:
+    """Rows of ``model`` (a scoped table with ``notebook_id``) that belong to ``notebook``.
+
+    The notebook id alone would do today, but the vault and workspace are part of every filter so
+    that an id taken from another vault or workspace can never match (DESIGN: scope on every query).
+    """
+    return and_(
+        model.notebook_id == notebook.id,
+        model.vault_hash == notebook.vault_hash,
+        model.workspace_id == notebook.workspace_id,
+    )
 
 
 class Workspace(Base):

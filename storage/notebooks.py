@@ -14,7 +14,8 @@ from sqlalchemy import Select, delete, func, or_, select
 from sqlalchemy.orm import Session
 
 from storage.models import (
-    ConversationThread, Message, Notebook, NotebookAcl, NotebookResource, Revision, Source, utcnow,
+    ConversationThread, Message, Notebook, NotebookAcl, NotebookResource, Revision, Source, in_notebook,
+    utcnow,
 )
 from storage.retention import Released
 from storage.scope import Principal
@@ -172,9 +173,7 @@ def _members_query(notebook: Notebook, what: Any) -> Select[Any]:
     return (
         select(what)
         .where(
-            NotebookResource.notebook_id == notebook.id,
-            NotebookResource.vault_hash == notebook.vault_hash,
-            NotebookResource.workspace_id == notebook.workspace_id,
+            in_notebook(NotebookResource, notebook),
         )
         .order_by(NotebookResource.resource_id)
     )
@@ -203,9 +202,7 @@ def add_resources(
 def remove_resource(session: Session, notebook: Notebook, resource_id: str) -> bool:
     result = session.execute(
         delete(NotebookResource).where(
-            NotebookResource.notebook_id == notebook.id,
-            NotebookResource.vault_hash == notebook.vault_hash,
-            NotebookResource.workspace_id == notebook.workspace_id,
+            in_notebook(NotebookResource, notebook),
             NotebookResource.resource_id == resource_id,
         )
     )

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 
 from storage import conversations
 from storage.jobs import ACTIVE_STATES
-from storage.models import AuditOutcome, Job, Notebook, Revision, Source
+from storage.models import AuditOutcome, Job, Notebook, Revision, Source, in_notebook
 
 
 @dataclass(frozen=True)
@@ -36,9 +36,7 @@ def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_ke
     revisions = session.scalars(
         select(Revision)
         .where(
-            Revision.notebook_id == notebook.id,
-            Revision.vault_hash == notebook.vault_hash,
-            Revision.workspace_id == notebook.workspace_id,
+            in_notebook(Revision, notebook),
         )
         .order_by(Revision.number.desc())
     ).all()

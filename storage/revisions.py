@@ -14,7 +14,7 @@ from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from pipeline.chunk_context import chunk_context
-from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, new_id, utcnow
+from storage.models import Chunk, ChunkVector, Notebook, Revision, Source, in_notebook, new_id, utcnow
 
 FINAL_SOURCE_STATES = ("available", "stale", "error")
 
@@ -51,9 +51,7 @@ def get(session: Session, notebook: Notebook, revision_id: str) -> Revision | No
         select(Revision).where(
             Revision.id == revision_id,
             Revision.state != "retired",
-            Revision.notebook_id == notebook.id,
-            Revision.vault_hash == notebook.vault_hash,
-            Revision.workspace_id == notebook.workspace_id,
+            in_notebook(Revision, notebook),
         )
     )
 
@@ -73,9 +71,7 @@ def source_in(session: Session, notebook: Notebook, revision_id: str, source_id:
         select(Source).where(
             Source.id == source_id,
             Source.revision_id == revision_id,
-            Source.notebook_id == notebook.id,
-            Source.vault_hash == notebook.vault_hash,
-            Source.workspace_id == notebook.workspace_id,
+            in_notebook(Source, notebook),
         )
     )
 
