@@ -41,6 +41,15 @@ def world(tmp_path_factory) -> Iterator[tuple[Deployment, VaultBuilder, str]]:  
         yield d, vault, notebook_id
 
 
+@pytest.fixture(autouse=True)
+def settings_restored(world) -> Iterator[None]:  # type: ignore[no-untyped-def]
+    """Each test finds the shared notebook private and in private mode, however the last one ended,
+    so that every test passes alone and in any order."""
+    yield
+    d, _, notebook_id = world
+    d.api.patch(f"/api/notebooks/{notebook_id}", {"visibility": "private", "conversation_mode": "private"})
+
+
 def done_of(events: list[tuple[str, dict]]) -> dict:
     assert events and events[-1][0] == "done", events
     return events[-1][1]
@@ -126,7 +135,6 @@ def test_viewers_read_but_cannot_send(world) -> None:
     assert status == 403 and events[0][1]["code"] == "READ_ONLY"
     transcript = viewer.get(f"/api/notebooks/{notebook_id}/conversation").json()
     assert transcript["read_only"] is True
-    d.api.patch(f"/api/notebooks/{notebook_id}", {"visibility": "private"})
 
 
 def test_shared_mode_serialises_concurrent_turns(world) -> None:
@@ -150,7 +158,6 @@ def test_shared_mode_serialises_concurrent_turns(world) -> None:
     assert bob.get(f"/api/notebooks/{notebook_id}/conversation").json()["messages"] == messages
     cleared = bob.delete(f"/api/notebooks/{notebook_id}/conversation")
     assert cleared.status_code == 403
-    d.api.patch(f"/api/notebooks/{notebook_id}", {"visibility": "private", "conversation_mode": "private"})
 
 
 def test_switching_modes_restores_each_history(world) -> None:
@@ -166,10 +173,15 @@ def test_switching_modes_restores_each_history(world) -> None:
 
 
 def test_citations_survive_a_refresh_that_changes_the_source(world) -> None:
-    d, vault, notebook_id = world
+    """On a notebook of its own, so that the shared one keeps citing the real DMCA summary."""
+    d, vault, _ = world
+    (vault.root / "files" / "changing.pdf").write_bytes((CORPUS / "pdf" / "dmca.pdf").read_bytes())
+    vault.record("changing", "A summary that will change", file="files/changing.pdf")
+    notebook_id = d.api.create(["changing"], title="Changing")
+    assert d.api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
     _, events = d.api.chat({"notebook_id": notebook_id, "message": FACT_QUESTION})
-    citation = next(c for c in done_of(events)["citations"] if c["resource_id"] == "dmca")
-    (vault.root / "files" / "dmca.pdf").write_bytes((CORPUS / "pdf" / "naacl06-shinyama.pdf").read_bytes())
+    citation = next(c for c in done_of(events)["citations"] if c["resource_id"] == "changing")
+    (vault.root / "files" / "changing.pdf").write_bytes((CORPUS / "pdf" / "naacl06-shinyama.pdf").read_bytes())
     refresh = d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()
     assert refresh["ingest"] == "queued"
     detail = d.api.wait_for_job(notebook_id, job_id=refresh["job"]["id"])
