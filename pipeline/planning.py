@@ -52,7 +52,9 @@ class Observed:
 @dataclass(frozen=True)
 class PlannedSource:
     ref: SourceRef
-    action: Literal["reuse", "extract"]
+    # reuse: unchanged, carried over; keep: carried over as it was, unchecked (a per-resource retry
+    # leaves every other source alone, even one that may have changed); extract: made anew.
+    action: Literal["reuse", "keep", "extract"]
     fingerprint: str | None = None
     previous: PreviousSource | None = None
     validators: dict[str, str] = field(default_factory=dict)
@@ -74,7 +76,10 @@ def plan_sources(
 ) -> list[PlannedSource]:
     """Plan every currently observed source against the active revision's ``previous`` sources.
 
-    - a forced resource (per-resource retry) is always extracted, without validators;
+    - a forced resource (per-resource retry) is always extracted, without validators, and every
+      other source that has evidence keeps it as it is: not fetched, not re-chunked, its last
+      check's time and fingerprint carried over, so the next refresh still sees what is due or
+      changed (an attachment whose bytes are the same is plainly reused: its new stat is kept);
     - an attachment whose bytes did not change reuses its chunks;
     - a URL checked less than ``url_ttl_seconds`` ago reuses its chunks; an older one is fetched
       again with its stored validators, so an unchanged page costs a 304, not an extraction;
@@ -94,6 +99,10 @@ def plan_sources(
         }
         if ref.resource_id in force_resource_ids or not usable:
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
+            continue
+        if force_resource_ids:
+            same_bytes = ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint
+            plans.append(PlannedSource(ref, "reuse" if same_bytes else "keep", prev.fingerprint, prev, **stat))
             continue
         same_recipe = prev.chunking == chunking
         if ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:

@@ -68,11 +68,11 @@ def start_revision(
 ) -> list[ExtractOrder]:
     """Create the draft, carry reused sources over, and return the sources left to extract."""
     revision = revisions.create_draft(session, notebook, job.id)
-    carried = [plan.previous.source_id for plan in plans if plan.action == "reuse" and plan.previous is not None]
+    carried = [plan.previous.source_id for plan in plans if plan.action != "extract" and plan.previous is not None]
     previous = {source.id: source for source in session.scalars(select(Source).where(Source.id.in_(carried)))}
     orders = []
     for plan in plans:
-        if plan.action == "reuse" and plan.previous is not None:
+        if plan.action != "extract" and plan.previous is not None:
             old = previous.get(plan.previous.source_id)
             if old is not None:
                 revisions.carry_source(session, old, revision, state="available", resource_title=plan.resource_title)

@@ -109,3 +109,35 @@ def test_retention_keeps_exactly_its_windows(tmp_path: Path) -> None:
             assert d.query("SELECT count(*) FROM chunks_fts") == d.query("SELECT count(*) FROM chunks")
             assert d.query("SELECT count(*) FROM chunk_vectors") == d.query("SELECT count(*) FROM chunks")
             assert len({row[0] for row in d.query("SELECT job_id FROM audit_outcomes")}) == 1
+
+
+def test_a_per_resource_retry_copies_a_url_past_its_ttl_without_fetching_it(tmp_path: Path) -> None:
+    pages = {"plain.html": Page(TEXT.format(word="amber"), "none")}
+    with changing_server(pages) as base:
+        vault = VaultBuilder(tmp_path / "vault")
+        vault.record("plain", "plain", link=f"{base}/plain.html")
+        vault.pdf_record("dmca", "dmca.pdf")
+        with deployment(tmp_path, vault.root, vault.table_id, redis=False,
+                        GNOSI_NOTEBOOK_URL_REFRESH_TTL_SECONDS="0") as d:
+            d.start_web()
+            notebook_id = d.api.create(["plain", "dmca"])
+            d.api.wait_for_job(notebook_id)
+            assert len(pages["plain.html"].requests) == 1
+            copied_sql = (  # in the newest revision, activated or kept for audit
+                "SELECT s.checked_at, s.chunks_revision_id, s.chunks_source_id FROM sources s"
+                " JOIN revisions r ON r.id = s.revision_id WHERE s.resource_id = 'plain'"
+                " ORDER BY r.number DESC LIMIT 1"
+            )
+            before = d.query(copied_sql)
+
+            retry = d.api.post(f"/api/notebooks/{notebook_id}/sources/dmca/refresh").json()
+            detail = d.api.wait_for_job(notebook_id, job_id=retry["job"]["id"])
+            assert detail["job"]["state"] == "succeeded"
+            assert d.query("SELECT max(number) FROM revisions") == [(2,)]
+            assert len(pages["plain.html"].requests) == 1, "the page past its TTL was copied, not fetched"
+            assert d.query(copied_sql) == before, "same evidence and the same last check"
+            hit = d.api.get(f"/api/notebooks/{notebook_id}/search", q="amber lighthouse").json()["results"][0]
+            assert hit["resource_id"] == "plain"
+
+            assert _refresh_and_wait(d, notebook_id)["job"]["state"] == "succeeded"
+            assert len(pages["plain.html"].requests) == 2, "still due: the next refresh checks it"

@@ -43,6 +43,14 @@ def test_forced_resource_is_extracted_without_validators() -> None:
     assert plans[1].validators == {}
 
 
+def test_a_retry_keeps_every_other_source_as_it_is_even_a_due_url_or_a_changed_file() -> None:
+    prev = {**previous(PDF), **previous(URL_DUE, checked_at=NOW - timedelta(days=2)), **previous(URL)}
+    plans = plan([Observed(PDF, "f2"), Observed(URL_DUE), Observed(URL)], prev, force_resource_ids=frozenset({"r2"}))
+    assert [p.action for p in plans] == ["keep", "keep", "extract"]
+    assert plans[0].fingerprint == "f1", "the kept evidence is the old bytes': the next check must still see f2"
+    assert touched(plans) == [] and not unchanged(plans, prev)
+
+
 def test_url_within_ttl_is_reused_and_after_ttl_revalidated_with_its_validators() -> None:
     fresh = previous(URL, etag='"v1"', last_modified="Sun, 29 Nov 2026 10:00:00 GMT", content_hash="h")
     assert plan([Observed(URL)], fresh)[0].action == "reuse"
