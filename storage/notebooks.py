@@ -31,12 +31,39 @@ class NotebookPage:
 
 
 def _visible(principal: Principal) -> Select[tuple[Notebook]]:
+    """A workspace notebook is seen by the whole workspace; a private one only by the users its
+    ACL names. The ACL is the one source of truth: ``creator_id`` records who created it, and
+    grants nothing by itself."""
     scope = principal.scope
+    listed = select(NotebookAcl.notebook_id).where(
+        NotebookAcl.user_id == principal.user_id,
+        NotebookAcl.vault_hash == scope.vault_hash,
+        NotebookAcl.workspace_id == scope.workspace_id,
+    )
     return select(Notebook).where(
         Notebook.vault_hash == scope.vault_hash,
         Notebook.workspace_id == scope.workspace_id,
-        or_(Notebook.creator_id == principal.user_id, Notebook.visibility == "workspace"),
+        or_(Notebook.visibility == "workspace", Notebook.id.in_(listed)),
     )
+
+
+def owned_ids(session: Session, principal: Principal, notebook_ids: Iterable[str]) -> set[str]:
+    """Those of ``notebook_ids`` whose ACL makes the caller an owner: owners manage sources and
+    settings, and clear a shared history."""
+    scope = principal.scope
+    return set(session.scalars(
+        select(NotebookAcl.notebook_id).where(
+            NotebookAcl.notebook_id.in_(list(notebook_ids)),
+            NotebookAcl.user_id == principal.user_id,
+            NotebookAcl.role == "owner",
+            NotebookAcl.vault_hash == scope.vault_hash,
+            NotebookAcl.workspace_id == scope.workspace_id,
+        )
+    ))
+
+
+def is_owner(session: Session, principal: Principal, notebook: Notebook) -> bool:
+    return notebook.id in owned_ids(session, principal, [notebook.id])
 
 
 def create(

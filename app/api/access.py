@@ -18,8 +18,9 @@ def visible_notebook(session: Session, principal: Principal, notebook_id: str) -
 
 
 def owned_notebook(session: Session, principal: Principal, notebook_id: str) -> Notebook:
-    """The notebook if the caller created it: only the creator manages sources and settings."""
+    """The notebook if its ACL makes the caller an owner (its creator, unless the ACL says
+    otherwise): only owners manage sources and settings."""
     notebook = visible_notebook(session, principal, notebook_id)
-    if notebook.creator_id != principal.user_id:
+    if not notebooks.is_owner(session, principal, notebook):
         raise ApiError(403, "NOT_NOTEBOOK_OWNER", "Only the notebook's creator can do this.")
     return notebook

@@ -114,7 +114,7 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
             "notebook_id": notebook.id,
             "mode": notebook.conversation_mode,
             "read_only": not principal.can_write,
-            "can_clear": notebook.conversation_mode == "private" or notebook.creator_id == principal.user_id,
+            "can_clear": notebook.conversation_mode == "private" or notebooks.is_owner(session, principal, notebook),
             "messages": [
                 {
                     "id": m.id,
@@ -136,7 +136,7 @@ def clear_conversation(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.session() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        if notebook.conversation_mode == "shared" and notebook.creator_id != principal.user_id:
+        if notebook.conversation_mode == "shared" and not notebooks.is_owner(session, principal, notebook):
             raise ApiError(403, "NOT_NOTEBOOK_OWNER", "Only the notebook's creator can clear the shared history.")
         thread = conversations.thread(session, notebook, principal.user_id, create=False)
         cleared = conversations.clear(session, thread) if thread else 0

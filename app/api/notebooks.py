@@ -15,11 +15,15 @@ from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
 from storage import jobs, notebooks
 from storage.models import Notebook, Revision
 from storage.notebooks import CONVERSATION_MODES, VISIBILITIES
+from storage.scope import Principal
 
 bp = Blueprint("notebooks", __name__, url_prefix="/api/notebooks")
 
 
-def _detail(session, notebook: Notebook, user_id: str) -> dict:  # type: ignore[no-untyped-def]
+def _detail(  # type: ignore[no-untyped-def]
+    session, notebook: Notebook, principal: Principal, owned: bool | None = None
+) -> dict:
+    """``owned``: whether the ACL makes the caller an owner, when the caller already knows."""
     revision = session.get(Revision, notebook.active_revision_id) if notebook.active_revision_id else None
     return notebook_json(
         notebook,
@@ -27,7 +31,7 @@ def _detail(session, notebook: Notebook, user_id: str) -> dict:  # type: ignore[
         job=jobs.active_job(session, notebook) or jobs.latest_job(session, notebook),
         resource_count=len(notebooks.member_ids(session, notebook)),
         failing_count=notebooks.failing_count(session, notebook, revision) if revision else 0,
-        is_owner=notebook.creator_id == user_id,
+        is_owner=notebooks.is_owner(session, principal, notebook) if owned is None else owned,
     )
 
 
@@ -39,7 +43,8 @@ def library():  # type: ignore[no-untyped-def]
         found = notebooks.list_visible(
             session, principal, q=request.args.get("q") or None, page=page.page, per_page=page.per_page
         )
-        items = [_detail(session, nb, principal.user_id) for nb in found.items]
+        owned = notebooks.owned_ids(session, principal, [nb.id for nb in found.items])
+        items = [_detail(session, nb, principal, nb.id in owned) for nb in found.items]
     return {"items": items, "page": page.page, "per_page": page.per_page, "total": found.total}
 
 
@@ -65,7 +70,7 @@ def create():  # type: ignore[no-untyped-def]
         )
     outcome, _ = request_ingest(svc, notebook.id, requested_by=principal.user_id)
     with svc.db.reader() as session:
-        detail = _detail(session, visible_notebook(session, principal, notebook.id), principal.user_id)
+        detail = _detail(session, visible_notebook(session, principal, notebook.id), principal)
     return {**detail, "ingest": outcome}, 201
 
 
@@ -82,7 +87,7 @@ def detail(notebook_id: str):  # type: ignore[no-untyped-def]
     if request.args.get("open") == "1":
         outcome = _open(svc, principal.user_id, notebook_id)
     with svc.db.reader() as session:
-        body = _detail(session, visible_notebook(session, principal, notebook_id), principal.user_id)
+        body = _detail(session, visible_notebook(session, principal, notebook_id), principal)
     return {**body, "ingest": outcome}
 
 
@@ -114,7 +119,7 @@ def update(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.session() as session:
         notebook = owned_notebook(session, principal, notebook_id)
         notebooks.update_settings(notebook, changes)
-        return _detail(session, notebook, principal.user_id)
+        return _detail(session, notebook, principal)
 
 
 @bp.delete("/<notebook_id>")
