@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -168,13 +169,21 @@ def user_sign_out(name: str) -> None:
 
 @main.command()
 @click.option("--worker-concurrency", default=2, show_default=True, help="Embedded worker processes.")
-def serve(worker_concurrency: int) -> None:
+@click.option("--reload", is_flag=True, help="Development: restart when code under app/, pipeline/, storage/, tasks/ changes.")
+@click.option("--lock-wait", default=0.0, hidden=True, help="Seconds to wait for a stopping predecessor's beat lock.")
+def serve(worker_concurrency: int, reload: bool, lock_wait: float) -> None:
     """Run the API (and, without CELERY_BROKER_URL, a worker on the embedded broker)."""
+    if reload:
+        from app.dev_reload import serve_reloading
+
+        serve_reloading(["--worker-concurrency", str(worker_concurrency)])
+        return
     from app.serve import serve as run_server
 
     settings = Settings.from_env()
     settings.ensure_dirs()
-    lock = _take_beat_lock(settings, f"gnosi serve (pid {os.getpid()})") if settings.embedded else None
+    holder = f"gnosi serve (pid {os.getpid()})"
+    lock = _take_beat_lock(settings, holder, wait_seconds=lock_wait) if settings.embedded else None
     upgrade_database(settings)
     if scaffold_vault(settings):
         click.echo(f"empty vault: created a References table in {settings.vault_path} (see References/_template.md)")
@@ -184,15 +193,21 @@ def serve(worker_concurrency: int) -> None:
     run_server(settings, lock, worker_concurrency=worker_concurrency)
 
 
-def _take_beat_lock(settings: Settings, holder: str) -> InstanceLock:
-    """Refuse, naming the process to stop, to start a second job sweeper for this LOCAL_DATA."""
-    try:
-        return beat_lock(settings, holder)
-    except LockHeld as held:
-        raise click.ClickException(
-            f"LOCAL_DATA {settings.local_data} already runs a job sweeper: {held}. "
-            "Stop it first: a second start would add a second job sweeper (Celery beat) on the same database."
-        ) from None
+def _take_beat_lock(settings: Settings, holder: str, wait_seconds: float = 0) -> InstanceLock:
+    """Refuse, naming the process to stop, to start a second job sweeper for this LOCAL_DATA
+    (after ``wait_seconds``: a reload's predecessor may still be stopping)."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        try:
+            return beat_lock(settings, holder)
+        except LockHeld as held:
+            if time.monotonic() < deadline:
+                time.sleep(0.2)
+                continue
+            raise click.ClickException(
+                f"LOCAL_DATA {settings.local_data} already runs a job sweeper: {held}. "
+                "Stop it first: a second start would add a second job sweeper (Celery beat) on the same database."
+            ) from None
 
 
 def _first_run_account(settings: Settings) -> None:
@@ -261,3 +276,6 @@ def flower(address: str, port: int, unauthenticated_private_network: bool) -> No
     command = [sys.executable, "-m", "celery", "-A", "tasks.worker", "flower", f"--address={address}", f"--port={port}"]
     os.execve(sys.executable, command, environment)
 
+
+if __name__ == "__main__":  # `python -m app.cli`: how `serve --reload` starts its child
+    main()

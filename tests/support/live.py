@@ -121,11 +121,11 @@ class Deployment:
         with sqlite3.connect(f"file:{self.database}?mode=ro", uri=True, timeout=30) as conn:
             return conn.execute(sql, args).fetchall()
 
-    def start_web(self) -> None:
+    def start_web(self, *serve_args: str) -> None:
         log = (self.tmp / "serve.log").open("ab")
         self.stack.callback(log.close)
         process = subprocess.Popen(
-            [GNOSI, "serve"], env=self.env, cwd=self.code, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [GNOSI, "serve", *serve_args], env=self.env, cwd=self.code, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
         self.stack.callback(stop, process)
         self.web = process
