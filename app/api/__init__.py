@@ -10,6 +10,7 @@ def register_blueprints(app: Flask) -> None:
     from app.api.health import bp as health_bp
     from app.api.internal import bp as internal_bp
     from app.api.notebooks import bp as notebooks_bp
+    from app.api.openapi import bp as openapi_bp
     from app.api.resources import bp as resources_bp
     from app.api.search import bp as search_bp
     from app.api.session import bp as session_bp
@@ -19,7 +20,7 @@ def register_blueprints(app: Flask) -> None:
 
     for blueprint in (
         session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, health_bp,
-        dashboard_bp,
+        openapi_bp, dashboard_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)
