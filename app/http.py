@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +63,13 @@ def json_object() -> dict[str, Any]:
     if not request.is_json:
         raise ApiError(415, "JSON_REQUIRED", "Send a JSON body with Content-Type: application/json.")
     return parse_json_object(request.get_data(cache=True))
+
+
+def refuse_unknown_fields(body: dict[str, Any], accepted: Iterable[str]) -> None:
+    """A misspelt field would otherwise be ignored without a word: every body is checked."""
+    unknown = sorted(set(body) - set(accepted))
+    if unknown:
+        raise ApiError(400, "FIELD_UNKNOWN", f"Unknown fields: {', '.join(unknown)}.")
 
 
 def string_field(body: dict[str, Any], name: str, *, required: bool, max_len: int = 300) -> str | None:

@@ -25,7 +25,8 @@ def readyz():  # type: ignore[no-untyped-def]
     body = {"status": "ready", "checks": {check.name: {"ok": check.ok, "detail": check.detail} for check in found}}
     if all(check.ok for check in found):
         return body
-    return {**body, "status": "not_ready", "code": "NOT_READY"}, 503
+    failed = ", ".join(check.name for check in found if not check.ok)
+    return {**body, "status": "not_ready", "code": "NOT_READY", "message": f"Not ready: {failed} failed."}, 503
 
 
 @bp.get("/metrics")

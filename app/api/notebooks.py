@@ -9,7 +9,7 @@ from app.api.views import job_json, notebook_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import Services, services
-from app.http import choice_field, json_object, paging, string_field, string_list
+from app.http import choice_field, json_object, paging, refuse_unknown_fields, string_field, string_list
 from app.services.ingest import request_ingest
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
 from storage import jobs, notebooks
@@ -54,6 +54,7 @@ def create():  # type: ignore[no-untyped-def]
     body = json_object()
     if not principal.can_write:
         raise ApiError(403, "ROLE_FORBIDDEN", "Viewers cannot create notebooks.")
+    refuse_unknown_fields(body, ("title", "visibility", "conversation_mode", "resource_ids"))
     title = string_field(body, "title", required=True)
     visibility = choice_field(body, "visibility", VISIBILITIES, "private")
     mode = choice_field(body, "conversation_mode", CONVERSATION_MODES, "private")
@@ -104,9 +105,7 @@ def _open(svc: Services, user_id: str, notebook_id: str) -> str:
 def update(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     body = json_object()
-    unknown = set(body) - {"title", "visibility", "conversation_mode"}
-    if unknown:
-        raise ApiError(400, "FIELD_UNKNOWN", f"Unknown fields: {', '.join(sorted(unknown))}.")
+    refuse_unknown_fields(body, ("title", "visibility", "conversation_mode"))
     changes = {
         name: value
         for name, value in (

@@ -10,7 +10,7 @@ from app.api.views import iso, job_json, source_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
-from app.http import json_object, paging, string_list
+from app.http import json_object, paging, refuse_unknown_fields, string_list
 from app.services.ingest import request_ingest
 from app.services.titles import record_titles
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
@@ -36,6 +36,11 @@ def resource_state(sources: list[Source], waiting: bool) -> str:
     return "stale" if "stale" in states else "available"
 
 
+# A member whose record lost its attachment and URL values: the code the selector gives such
+# records (pipeline.catalogue.sources), in the shape of a source's error.
+NO_SOURCE = {"code": "NO_SOURCE", "message": "The record has no attachment or URL value any more."}
+
+
 @bp.get("/<notebook_id>/sources")
 def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
@@ -57,7 +62,8 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
             sources = by_resource.get(member.resource_id, [])
             waiting = job is not None or covered_at is None or member.added_at > covered_at
             state = resource_state(sources, waiting)
-            errors = [s.error for s in sources if s.error]
+            shown = [source_json(s) for s in sources]
+            errors = [s["error"] for s in shown if s["error"]]
             items.append(
                 {
                     "resource_id": member.resource_id,
@@ -66,10 +72,8 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
                     "last_checked_at": iso(member.last_success_at),
                     "failures": member.failures,
                     "retry_at": iso(member.retry_at),
-                    "error": errors[0] if errors else (
-                        "The record has no attachment or URL value any more." if state == "error" and not sources else None
-                    ),
-                    "sources": [source_json(s) for s in sources],
+                    "error": errors[0] if errors else (NO_SOURCE if state == "error" and not sources else None),
+                    "sources": shown,
                 }
             )
     return {"items": items, "page": page.page, "per_page": page.per_page, "total": len(members)}
@@ -79,6 +83,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
 def add_sources(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     body = json_object()
+    refuse_unknown_fields(body, ("resource_ids",))
     resource_ids = string_list(body, "resource_ids", max_items=MAX_RESOURCES_PER_REQUEST, required=True)
     svc = services()
     with svc.db.session() as session:

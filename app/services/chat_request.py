@@ -12,6 +12,7 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from app.errors import ApiError
+from app.http import refuse_unknown_fields
 from storage import jobs, notebooks, revisions
 from storage.models import Notebook, Revision
 from storage.scope import Principal
@@ -63,9 +64,7 @@ def parse_turn(body: dict[str, Any]) -> TurnRequest:
             400, "CONTEXT_NOT_ALLOWED",
             f"Notebook chat accepts only notebooks and their sources as context, not {', '.join(refused)}.",
         )
-    unknown = sorted(set(body) - set(ACCEPTED))
-    if unknown:
-        raise ApiError(400, "FIELD_UNKNOWN", f"Unknown fields: {', '.join(unknown)}.")
+    refuse_unknown_fields(body, ACCEPTED)
     notebook_id, message = body.get("notebook_id"), body.get("message")
     if not isinstance(notebook_id, str) or not notebook_id:
         raise ApiError(400, "FIELD_REQUIRED", "'notebook_id' is required.", field="notebook_id")

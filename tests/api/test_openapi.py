@@ -223,7 +223,7 @@ def test_a_tour_of_the_api_matches_the_document(world, contract: Contract) -> No
     svc = services_of(world)
     # Probes, metrics and this document.
     check(world.client.get("/healthz"), 200)
-    check(world.client.get("/readyz"), 503)
+    assert "coordinator" in check(world.client.get("/readyz"), 503, "NOT_READY").json["message"]
     with svc.db.session() as session:
         heartbeats.beat(session, heartbeats.COORDINATOR)
     check(world.client.get("/readyz"), 200)
@@ -356,6 +356,7 @@ def test_the_docs_page_and_its_assets_load(world, contract: Contract) -> None:
         ("POST", "/api/notebooks", {"data": "{not json", "content_type": "application/json"}, 400, "MALFORMED_JSON"),
         ("POST", "/api/notebooks", {"data": "title=x", "content_type": "text/plain"}, 415, "JSON_REQUIRED"),
         ("POST", "/api/notebooks", {"json": {"title": "t", "resource_ids": "dmca"}}, 400, "FIELD_INVALID"),
+        ("POST", "/api/notebooks", {"json": {"title": "t", "resource_ids": ["dmca"], "visiblity": "x"}}, 400, "FIELD_UNKNOWN"),
         ("POST", "/api/notebooks", {"json": {"title": "t", "resource_ids": ["nope"]}}, 404, "RESOURCE_NOT_FOUND"),
         ("POST", "/api/notebooks", {"json": {"title": "t", "resource_ids": ["tmpl"]}}, 422, "RESOURCE_IS_TEMPLATE"),
         ("POST", "/api/notebooks", {"json": {"title": "x" * 1_100_000}}, 413, "REQUEST_ENTITY_TOO_LARGE"),
@@ -389,6 +390,7 @@ def test_errors_of_a_notebook_match_the_document(world, contract: Contract) -> N
     check(call("GET", f"{base}/evidence/ch_x?revision=r"), 404, "REVISION_NOT_FOUND")
     check(call("GET", f"{base}/sources/x/file?revision=r"), 404, "SOURCE_NOT_FOUND")
     check(call("DELETE", f"{base}/sources/nope"), 404, "RESOURCE_NOT_IN_NOTEBOOK")
+    check(call("POST", f"{base}/sources", json={"resource_ids": ["dmca"], "ids": []}), 400, "FIELD_UNKNOWN")
     check(call("POST", "/api/chat", json={"notebook_id": notebook_id, "message": "m"}), 409, "NOTEBOOK_NOT_READY")
     check(call("PATCH", base, json={"title": "t"}, who="bob"), 403, "NOT_NOTEBOOK_OWNER")
     check(call("PATCH", base, json={"colour": "red"}), 400, "FIELD_UNKNOWN")

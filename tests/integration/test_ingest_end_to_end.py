@@ -83,7 +83,7 @@ def test_notebook_from_real_pdfs_and_url(service: Api) -> None:
         item = states[resource_id]
         assert item["state"] == "error"
         assert item["sources"][0]["error"]["code"] == code
-        assert item["error"]
+        assert item["error"] == item["sources"][0]["error"], "a resource says its first failing source's error, code and all"
 
     hit = _top(api, notebook_id, "notice and takedown procedure")
     assert hit["resource_id"] == "dmca"
