@@ -7,6 +7,7 @@ from flask import Flask
 def register_blueprints(app: Flask) -> None:
     from app.api.chat import bp as chat_bp
     from app.api.chat_ws import register_websocket
+    from app.api.citations import bp as citations_bp
     from app.api.health import bp as health_bp
     from app.api.internal import bp as internal_bp
     from app.api.notebooks import bp as notebooks_bp
@@ -20,7 +21,7 @@ def register_blueprints(app: Flask) -> None:
 
     for blueprint in (
         session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, health_bp,
-        openapi_bp, dashboard_bp,
+        citations_bp, openapi_bp, dashboard_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)

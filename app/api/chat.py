@@ -19,7 +19,8 @@ from app.metrics import CHAT_DONE, CHAT_FIRST_EVENT
 from app.services.chat_request import MAX_CONTEXTS, READY_STATES, authorize_turn, parse_turn
 from app.services.chat_turn import run_turn
 from app.services.ingest import request_ingest
-from app.services.titles import display_title, record_titles, titled_citations
+from app.services.stored_citations import readable_citations
+from app.services.titles import display_title, record_titles
 from pipeline.types import PipelineError
 from storage import conversations, notebooks, revisions
 from storage.models import User
@@ -109,7 +110,7 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
         thread = conversations.thread(session, notebook, principal.user_id, create=False)
         messages = conversations.messages(session, thread) if thread else []
         authors = {u.id: u.name for u in session.query(User).filter(User.id.in_({m.author_id for m in messages if m.author_id}))}
-        labelled = titled_citations(services(), session, [m.citations for m in messages])
+        labelled = readable_citations(services(), session, [m.citations for m in messages])
         return {
             "notebook_id": notebook.id,
             "mode": notebook.conversation_mode,

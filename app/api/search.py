@@ -1,6 +1,8 @@
 """Search a notebook's active revision, and resolve a citation in its pinned revision."""
 from __future__ import annotations
 
+from typing import Any
+
 from flask import Blueprint, request
 
 from app.api.access import visible_notebook
@@ -8,8 +10,10 @@ from app.api.views import evidence_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
+from pipeline.citation_links import CiteTarget
 from storage import evidence, revisions
 from storage.retrieval import MAX_RESULTS
+from storage.scope import Principal
 
 bp = Blueprint("search", __name__, url_prefix="/api/notebooks")
 MAX_QUERY_CHARS = 2000
@@ -60,11 +64,16 @@ def evidence_for(notebook_id: str, chunk_id: str):  # type: ignore[no-untyped-de
     revision_id = request.args.get("revision")
     if not revision_id:
         raise ApiError(400, "REVISION_REQUIRED", "Pass the citation's revision as 'revision'.")
+    return pinned_evidence(principal, CiteTarget(notebook_id, revision_id, chunk_id))
+
+
+def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
+    """The cited passage in its pinned revision, if the caller may see the notebook."""
     with services().db.reader() as session:
-        notebook = visible_notebook(session, principal, notebook_id)
-        if revisions.get(session, notebook, revision_id) is None:
+        notebook = visible_notebook(session, principal, target.notebook_id)
+        if revisions.get(session, notebook, target.revision_id) is None:
             raise ApiError(404, "REVISION_NOT_FOUND", "No such revision in this notebook.")
-        chunk = evidence.chunk_in_revision(session, notebook, revision_id, chunk_id)
+        chunk = evidence.chunk_in_revision(session, notebook, target.revision_id, target.chunk_id)
         if chunk is None:
             raise ApiError(404, "EVIDENCE_NOT_FOUND", "No such chunk in that revision.")
-    return evidence_json(notebook_id, chunk)
+    return evidence_json(target.notebook_id, chunk)

@@ -7,6 +7,7 @@ from urllib.parse import quote, urldefrag
 
 from flask import url_for
 
+from pipeline.citation_links import CiteTarget
 from storage.evidence import EvidenceChunk
 from storage.models import Job, Notebook, Revision, Source
 
@@ -79,11 +80,24 @@ def open_url(notebook_id: str, chunk: EvidenceChunk) -> str:
     section the passage is in (``#fragment``, the nearest heading's id), else the dashboard's
     evidence page for that revision (the JSON is ``/api/.../evidence/...``)."""
     if chunk.source_kind == "url":
-        page_url = urldefrag(chunk.source_final_url or chunk.source_value).url
-        fragment = chunk.locator.get("fragment")
-        return f"{page_url}#{quote(fragment)}" if fragment else page_url
-    base = url_for("dashboard.evidence", notebook_id=notebook_id, chunk_id=chunk.chunk_id)
-    return f"{base}?revision={quote(chunk.revision_id)}"
+        return web_evidence_url(chunk.source_final_url or chunk.source_value, chunk.locator.get("fragment"))
+    return evidence_page_url(CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id))
+
+
+def web_evidence_url(page_url: str, fragment: str | None) -> str:
+    """The original page at the section the passage is in (``#fragment``), when known."""
+    page_url = urldefrag(page_url).url
+    return f"{page_url}#{quote(fragment)}" if fragment else page_url
+
+
+def evidence_page_url(target: CiteTarget) -> str:
+    """The dashboard's page for a cited passage in its pinned revision."""
+    base = url_for("dashboard.evidence", notebook_id=target.notebook_id, chunk_id=target.chunk_id)
+    return f"{base}?revision={quote(target.revision_id)}"
+
+
+def cite_link(notebook_id: str, chunk: EvidenceChunk) -> str:
+    return CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id).link
 
 
 def evidence_json(notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
@@ -95,4 +109,5 @@ def evidence_json(notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
         "text": chunk.text,
         "locator": chunk.locator,
         "open_url": open_url(notebook_id, chunk),
+        "cite": cite_link(notebook_id, chunk),
     }

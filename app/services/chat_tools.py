@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.views import open_url
+from app.api.views import cite_link, open_url
 from app.extensions import Services
 from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import display_title, record_titles
@@ -105,5 +105,6 @@ class TurnTools:
             "chunk_id": chunk.chunk_id,
             "locator": chunk.locator,
             "open_url": open_url(notebook_id, chunk),
+            "cite": cite_link(notebook_id, chunk),
             "quote": quote,
         }

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
+from urllib.parse import quote
 
 import jsonschema
 import pytest
@@ -255,7 +256,11 @@ def test_a_tour_of_the_api_matches_the_document(world, contract: Contract) -> No
     # Evidence: search, citations, the attachment's bytes.
     results = check(call("GET", f"/api/notebooks/{notebook_id}/search?q=copyright+infringement&limit=3"), 200).json
     hit = results["results"][0]
-    check(call("GET", f"/api/notebooks/{notebook_id}/evidence/{hit['chunk_id']}?revision={revision_id}"), 200)
+    evidence = check(call("GET", f"/api/notebooks/{notebook_id}/evidence/{hit['chunk_id']}?revision={revision_id}"), 200)
+    assert check(call("GET", f"/api/citations/resolve?link={quote(hit['cite'])}"), 200).json == evidence.json
+    legacy = f"/api/notebooks/{notebook_id}/evidence/{hit['chunk_id']}?revision={revision_id}#page=1"
+    assert check(call("GET", f"/api/citations/resolve?link={quote(legacy)}"), 200).json == evidence.json
+    check(call("GET", f"/api/citations/resolve?link={quote(hit['cite'])}", who="eve"), 404, "NOTEBOOK_NOT_FOUND")
     check(call("GET", f"/api/notebooks/{notebook_id}/sources/{hit['source_id']}/file?revision={revision_id}"), 200)
     check(call("GET", f"/api/notebooks/{notebook_id}/sources"), 200)
     # Chat over server-sent events, the transcript, context choices.
@@ -364,6 +369,7 @@ def test_the_docs_page_and_its_assets_load(world, contract: Contract) -> None:
         ("GET", "/api/notebooks/resources?per_page=201", {}, 400, "PAGE_SIZE_TOO_LARGE"),
         ("GET", "/api/tables/nope/records", {}, 409, "TABLE_NOT_FOUND"),
         ("GET", "/api/notebooks/deadbeef", {}, 404, "NOTEBOOK_NOT_FOUND"),
+        ("GET", "/api/citations/resolve?link=https://example.org/x", {}, 400, "CITATION_LINK_INVALID"),
         ("POST", "/api/chat", {"json": {"notebook_id": "x", "message": "m", "tools": []}}, 400, "CONTEXT_NOT_ALLOWED"),
         ("POST", "/api/chat", {"json": {"notebook_id": "deadbeef", "message": "m"}}, 404, "NOTEBOOK_NOT_FOUND"),
         ("GET", "/internal/jobs/x", {"headers": {"Authorization": "Bearer nope"}}, 401, "INTERNAL_AUTH_INVALID"),
