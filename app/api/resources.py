@@ -24,13 +24,24 @@ def references_table_id() -> str:
 
 @bp.get("/resources")
 def list_resources():  # type: ignore[no-untyped-def]
-    """With ``notebook_id`` (a notebook the caller may see), each item also says whether it is
-    already a member (``member``), for the "add sources" dialog."""
+    """Without ``notebook_id``: the configured References table, for creating a notebook. With
+    it (a notebook the caller may see), for its "add sources" dialog: the table that notebook was
+    created from, whatever is configured now (``table_changed`` says when they differ), each item
+    saying whether it is already a member (``member``)."""
     principal = current_principal()
     page = paging()
     svc = services()
+    notebook_id = request.args.get("notebook_id")
+    members: set[str] | None = None
+    if notebook_id:
+        with svc.db.reader() as session:
+            notebook = visible_notebook(session, principal, notebook_id)
+            members = set(notebooks.member_ids(session, notebook))
+            table_id = notebook.table_id
+    else:
+        table_id = references_table_id()
     selection = svc.catalogue.select(
-        references_table_id(),
+        table_id,
         q=request.args.get("q") or None,
         type=request.args.get("type") or None,
         author=request.args.get("author") or None,
@@ -38,11 +49,8 @@ def list_resources():  # type: ignore[no-untyped-def]
         page=page.page,
         per_page=page.per_page,
     )
-    listed = selection.to_dict()
-    notebook_id = request.args.get("notebook_id")
-    if notebook_id:
-        with svc.db.reader() as session:
-            members = set(notebooks.member_ids(session, visible_notebook(session, principal, notebook_id)))
+    listed = {**selection.to_dict(), "table_id": table_id, "table_changed": table_id != svc.settings.references_table_id}
+    if members is not None:
         for item in listed["items"]:
             item["member"] = item["resource_id"] in members
     return listed
