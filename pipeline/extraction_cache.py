@@ -24,7 +24,7 @@ from pipeline.extractors.limits import ExtractLimits
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "1"
+EXTRACTORS_VERSION = "2"  # 2: PDFs lose running headers/footers, mark reference lists
 _LIBRARIES = ("pypdfium2", "trafilatura", "lxml")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.

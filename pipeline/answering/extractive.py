@@ -6,7 +6,8 @@ IDF over the retrieved chunks, so a word found in every retrieved chunk (the not
 counts little, and a question word found in *none* of them weighs the most: its absence is the
 clearest sign that the sources do not answer the question. A sentence's score is that weighted
 coverage of the question, plus a small bonus for the retrieval rank of its chunk (the hybrid search
-saw more than single words: phrases and character n-grams).
+saw more than single words: phrases and character n-grams). Chunks of a reference list (marked by
+the extractor) are never quoted: a bibliography entry is not a claim of the source.
 
 The answer is refused (status ``no_evidence``) when even the best sentence covers too little of
 the question: quoting a loosely related sentence would look like an answer without being one.
@@ -32,6 +33,7 @@ from pipeline.answering.types import (
     tool_started_event,
     until_stopped,
 )
+from pipeline.extractors.reference_lists import REFERENCES
 from pipeline.textnorm import fold
 
 NO_EVIDENCE_TEXT = "The sources in this notebook do not answer this question."
@@ -118,7 +120,7 @@ class ExtractiveEngine:
 def select_quotes(question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings) -> list[Quote]:
     """The sentences to quote, best first; empty when the evidence does not answer ``question``."""
     question_terms = set(content_terms(question))
-    evidence = _distinct(evidence)
+    evidence = [item for item in _distinct(evidence) if item.locator.get("section") != REFERENCES]
     if not question_terms or not evidence:
         return []
     chunk_terms = [set(content_terms(item.text)) for item in evidence]

@@ -15,6 +15,8 @@ import pypdfium2.raw as pdfium_c
 
 from pipeline.extractors.base import Extractor, extension
 from pipeline.extractors.limits import CharBudget, ExtractLimits
+from pipeline.extractors.page_furniture import remove_running_lines
+from pipeline.extractors.reference_lists import mark_reference_lists
 from pipeline.types import Extraction, PipelineError, Segment
 
 PDF_MIMES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
@@ -88,12 +90,14 @@ def _load_error(error: pdfium.PdfiumError, filename: str) -> PipelineError:
 
 
 def _read(document: pdfium.PdfDocument, budget: CharBudget) -> Extraction:
-    """Every page's text with its physical number and printed label; close each page at once.
+    """Every page's text with its physical number and printed label, without running headers and
+    footers (pipeline.extractors.page_furniture), its reference list marked
+    (pipeline.extractors.reference_lists); close each page at once.
 
     The page count is the page tree's own claim, so a tree claiming 200,000 pages is refused
     before any page is loaded; a page is read only up to the per-page cap.
     """
-    segments: list[Segment] = []
+    texts: dict[int, str] = {}
     needing_ocr: list[int] = []
     page_count = len(document)
     budget.check_pages(page_count)
@@ -102,14 +106,18 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget) -> Extraction:
             wanted = budget.page_chars(index + 1, textpage.count_chars())
             text = clean_page_text(textpage.get_text_range(0, wanted)) if wanted else ""
         budget.spend(len(text))
-        if not text:
+        if text:
+            texts[index + 1] = text
+        else:
             needing_ocr.append(index + 1)
-            continue
-        locator: dict[str, object] = {"page": index + 1}
-        label = document.get_page_label(index)
-        if label:
-            locator["page_label"] = label
-        segments.append(Segment(text=text, locator=locator))
+    clean = remove_running_lines(texts)
+    defined_labels = {number: document.get_page_label(number - 1) for number in clean.texts}
+    labels = defined_labels if any(defined_labels.values()) else clean.labels
+    segments = mark_reference_lists([
+        Segment(text=text, locator={"page": number, **({"page_label": labels[number]} if labels.get(number) else {})})
+        for number, text in clean.texts.items()
+        if text
+    ])
     return Extraction(
         mime="application/pdf",
         segments=segments,

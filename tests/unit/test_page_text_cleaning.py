@@ -1,0 +1,82 @@
+"""Clean page text from real corpus PDFs: running headers and footers are not content (no chunk
+starts with one), printed page numbers become labels when the PDF defines none, and reference
+lists are marked so that answers do not quote them as claims."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipeline.answering.extractive import ExtractiveSettings, select_quotes
+from pipeline.answering.types import EvidenceItem
+from pipeline.chunker import chunk_segments
+from pipeline.extractors import extract
+from pipeline.extractors.page_furniture import remove_running_lines
+from pipeline.extractors.reference_lists import REFERENCES, mark_reference_lists
+from pipeline.types import Segment
+
+RUNNING = ("Copyright Office Summary", "The Digital Millennium Copyright Act of 1998", "Federal Register / Vol.",
+           "VerDate", "jbell on")
+
+
+def _extracted(corpus_dir: Path, name: str):  # type: ignore[no-untyped-def]
+    return extract((corpus_dir / "pdf" / name).read_bytes(), filename=name)
+
+
+def test_no_chunk_of_the_dmca_summary_or_the_federal_register_starts_with_a_running_header(corpus_dir: Path) -> None:
+    for name in ("dmca.pdf", "federal-register-2020-17221.pdf"):
+        extraction = _extracted(corpus_dir, name)
+        chunks = chunk_segments(extraction.segments, source_fingerprint="f")
+        assert chunks
+        openings = [chunk.text[:60] for chunk in chunks if chunk.text.lstrip().startswith(RUNNING)]
+        assert openings == [], name
+        assert not any(line.startswith(("Copyright Office Summary", "jbell on")) for s in extraction.segments
+                       for line in s.text.split("\n")), name
+
+
+def test_the_dmca_title_printed_on_its_first_page_stays(corpus_dir: Path) -> None:
+    first = _extracted(corpus_dir, "dmca.pdf").segments[0]
+    assert "THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998" in first.text
+
+
+def test_printed_page_numbers_become_labels_when_the_pdf_defines_none(corpus_dir: Path) -> None:
+    register = _extracted(corpus_dir, "federal-register-2020-17221.pdf")
+    assert [(s.locator["page"], s.locator["page_label"]) for s in register.segments[:3]] == [
+        (1, "47698"), (2, "47699"), (3, "47700"),
+    ]
+    thoma = _extracted(corpus_dir, "thoma-creativity-in-ml.pdf")
+    assert all("page_label" not in s.locator for s in thoma.segments), "printed numbers equal to the physical ones"
+    assert not any(s.text.split("\n")[0].strip().isdigit() for s in thoma.segments), "bare page numbers are furniture"
+
+
+def test_lines_repeated_in_the_middle_of_pages_are_content() -> None:
+    names = {1: "apple", 2: "birch", 3: "cedar", 4: "daisy"}
+    opening = "\n".join(f"Paragraph {word} about the {{name}}." for word in ("one", "two", "three", "four", "five", "six"))
+    middle = "A table header\n" + "\n".join(f"row {n}" for n in range(20))
+    closing = "\n".join(f"Closing {word} about the {{name}}." for word in ("one", "two", "three", "four", "five", "six"))
+    pages = {page: f"Page {page} of 4\n{opening}\n{middle}\n{closing}".format(page=page, name=names[page]) for page in range(1, 5)}
+    clean = remove_running_lines(pages)
+    assert all(text.startswith("Paragraph one") and middle in text for text in clean.texts.values())
+    assert remove_running_lines({1: "Header\nx", 2: "Header\ny"}).texts == {1: "Header\nx", 2: "Header\ny"}
+
+
+def test_a_reference_list_is_marked_from_its_heading_to_an_appendix(corpus_dir: Path) -> None:
+    naacl = _extracted(corpus_dir, "naacl06-shinyama.pdf").segments
+    marked = [s for s in naacl if s.locator.get("section") == REFERENCES]
+    assert [s.locator["page"] for s in marked] == [8] and marked[0].text.startswith("References")
+    above = next(s for s in naacl if s.locator == {"page": 8})
+    assert "References" not in above.text and above.text, "the text above the heading stays unmarked"
+    thoma = _extracted(corpus_dir, "thoma-creativity-in-ml.pdf").segments
+    assert {s.locator["page"] for s in thoma if s.locator.get("section") == REFERENCES} == {5}
+    assert any(s.locator == {"page": 6} and s.text.startswith("APPENDIX A") for s in thoma)
+    assert mark_reference_lists([Segment("No list here", {"page": 1})]) == [Segment("No list here", {"page": 1})]
+
+
+def test_answers_never_quote_a_reference_list() -> None:
+    entry = "Meyers, A. et al. 2001. Covering treebanks with GLARF. In Proceedings of the ACL workshop."
+    claim = "GLARF is a logical feature structure proposed by Meyers and colleagues for treebanks."
+    evidence = [
+        EvidenceItem("ch_ref", "r", "naacl", "s", entry, {"page": 8, "section": REFERENCES}, 2.0),
+        EvidenceItem("ch_body", "r", "naacl", "s", claim, {"page": 3}, 1.0),
+    ]
+    quotes = select_quotes("What is GLARF, proposed by Meyers?", evidence, ExtractiveSettings())
+    assert [quote.evidence.chunk_id for quote in quotes] == ["ch_body"]
+    assert select_quotes("What is GLARF, proposed by Meyers?", evidence[:1], ExtractiveSettings()) == []
