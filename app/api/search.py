@@ -10,6 +10,7 @@ from app.api.views import evidence_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
+from app.services.titles import chunk_title, record_titles
 from pipeline.citation_links import CiteTarget
 from storage import evidence, revisions
 from storage.retrieval import MAX_RESULTS
@@ -45,17 +46,22 @@ def search_notebook(notebook_id: str):  # type: ignore[no-untyped-def]
         if notebook.active_revision_id is None:
             raise ApiError(409, "NO_ACTIVE_REVISION", "This notebook has no indexed revision yet.")
         hits = svc.retriever.search(session, notebook, notebook.active_revision_id, query, limit=limit)
+    titles = record_titles(svc, notebook.table_id)
     return {
         "revision_id": notebook.active_revision_id,
         "results": [
             {
-                **{k: v for k, v in evidence_json(notebook_id, hit.chunk).items() if k != "text"},
+                **_without_text(evidence_json(notebook_id, hit.chunk, chunk_title(titles, hit.chunk))),
                 "snippet": hit.chunk.text[:300],
                 "score": round(hit.score, 6),
             }
             for hit in hits
         ],
     }
+
+
+def _without_text(evidence: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in evidence.items() if name != "text"}
 
 
 @bp.get("/<notebook_id>/evidence/<chunk_id>")
@@ -76,4 +82,5 @@ def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
         chunk = evidence.chunk_in_revision(session, notebook, target.revision_id, target.chunk_id)
         if chunk is None:
             raise ApiError(404, "EVIDENCE_NOT_FOUND", "No such chunk in that revision.")
-    return evidence_json(target.notebook_id, chunk)
+    title = chunk_title(record_titles(services(), notebook.table_id), chunk)
+    return evidence_json(target.notebook_id, chunk, title)

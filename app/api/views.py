@@ -100,12 +100,14 @@ def cite_link(notebook_id: str, chunk: EvidenceChunk) -> str:
     return CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id).link
 
 
-def evidence_json(notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
+def evidence_json(notebook_id: str, chunk: EvidenceChunk, title: str) -> dict[str, Any]:
+    """``title``: what to call the chunk's document (app.services.titles.chunk_title)."""
     return {
         "chunk_id": chunk.chunk_id,
         "revision_id": chunk.revision_id,
         "resource_id": chunk.resource_id,
         "source_id": chunk.source_id,
+        "title": title,
         "text": chunk.text,
         "locator": chunk.locator,
         "open_url": open_url(notebook_id, chunk),

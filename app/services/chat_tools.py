@@ -10,7 +10,7 @@ from typing import Any
 from app.api.views import cite_link, open_url
 from app.extensions import Services
 from app.services.chat_request import READY_STATES, PinnedContext
-from app.services.titles import display_title, record_titles
+from app.services.titles import chunk_title, record_titles
 from pipeline.answering.tools import notebook_tools
 from pipeline.answering.types import EvidenceItem, ToolRegistry
 from storage import evidence, retrieval, revisions
@@ -95,11 +95,10 @@ class TurnTools:
         if chunk_id not in self.found or self.registry.seen(chunk_id) is None:
             return None
         notebook_id, chunk = self.found[chunk_id]
-        record_title = self._record_titles(notebook_id).get(chunk.resource_id)
         return {
             "notebook_id": notebook_id,
             "resource_id": chunk.resource_id,
-            "title": display_title(record_title, chunk.source_title, chunk.source_value, chunk.resource_id),
+            "title": chunk_title(self._record_titles(notebook_id), chunk),
             "revision_id": chunk.revision_id,
             "source_id": chunk.source_id,
             "chunk_id": chunk.chunk_id,

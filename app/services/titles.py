@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.extensions import Services
 from pipeline.types import PipelineError
 from storage import notebooks
+from storage.evidence import EvidenceChunk
 
 
 def record_titles(svc: Services, table_id: str) -> dict[str, str]:
@@ -33,6 +34,11 @@ def display_title(record_title: str | None, source_title: str | None, value: str
     if value:
         return PurePosixPath(value).name or value
     return PurePosixPath(resource_id).stem or resource_id
+
+
+def chunk_title(titles: dict[str, str], chunk: EvidenceChunk) -> str:
+    """What to call a chunk's document, given its notebook's ``record_titles``."""
+    return display_title(titles.get(chunk.resource_id), chunk.source_title, chunk.source_value, chunk.resource_id)
 
 
 def titled_citations(svc: Services, session: Session, transcripts: list[list[dict[str, Any]]]) -> list[list[dict[str, Any]]]:

@@ -40,6 +40,47 @@ export function locatorLabel(locator = {}) {
   return "";
 }
 
+/** The locator as a heading says it: "Page 12 (printed page 37)", "1:05 to 1:20", "Section #intro of example.org". */
+export function locatorText(locator = {}) {
+  if (locator.page) {
+    const printed = locator.page_label && locator.page_label !== String(locator.page) ? ` (printed page ${locator.page_label})` : "";
+    return `Page ${locator.page}${printed}`;
+  }
+  if (locator.start !== undefined) {
+    return locator.end !== undefined && locator.end > locator.start
+      ? `${formatTime(locator.start)} to ${formatTime(locator.end)}`
+      : `From ${formatTime(locator.start)}`;
+  }
+  if (locator.url) {
+    let host = locator.url;
+    try {
+      host = new URL(locator.url).host;
+    } catch {
+      // not a URL we can parse: name it as it is
+    }
+    return locator.fragment ? `Section #${locator.fragment} of ${host}` : `Web page at ${host}`;
+  }
+  if (locator.line !== undefined) return `Line ${locator.line}`;
+  return "";
+}
+
+/**
+ * Where the cited document itself is: a web source's URL at the cited section (new tab), or the
+ * attachment's bytes (the file route answers with a download) at the cited page or time.
+ */
+export function originalLink(evidence, notebookId) {
+  const locator = evidence.locator || {};
+  if (locator.url) {
+    const fragment = locator.fragment ? `#${encodeURIComponent(locator.fragment)}` : "";
+    const href = /^https?:/i.test(evidence.open_url || "") ? evidence.open_url : `${locator.url.split("#")[0]}${fragment}`;
+    return { href, text: "Open the original page", external: true };
+  }
+  if (!evidence.source_id) return null;
+  if (locator.page) return { href: `${fileUrl(evidence, notebookId)}#page=${locator.page}`, text: "Download the original PDF" };
+  const at = locator.start !== undefined ? `#t=${locator.start}` : "";
+  return { href: `${fileUrl(evidence, notebookId)}${at}`, text: "Download the original file" };
+}
+
 function formatTime(seconds) {
   const total = Math.floor(seconds);
   const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
@@ -195,7 +236,7 @@ async function showPdf(root, evidence, target, quote) {
   try {
     bytes = await apiBytes(fileUrl(evidence, target.notebookId));
   } catch (error) {
-    showText(root, evidence, quote);
+    showText(root, evidence, quote, target.original !== false);
     byRole("viewer-meta", root).textContent = `${locatorLabel(evidence.locator)} · the file itself is not available (${error.message}); this is the extracted passage.`;
     return;
   }
@@ -214,43 +255,52 @@ function showMedia(root, evidence, notebookId) {
   byRole("viewer-body", root).replaceChildren(player, markedText(evidence.text, null));
 }
 
-function showText(root, evidence, quote) {
+function showText(root, evidence, quote, withOriginal = true) {
   const where = locatorLabel(evidence.locator);
   byRole("viewer-meta", root).textContent = where ? `Cited passage · ${where}` : "Cited passage";
   const body = byRole("viewer-body", root);
   body.replaceChildren(markedText(evidence.text, quote));
-  if (evidence.locator?.url) {
+  if (withOriginal && evidence.locator?.url) {
     body.prepend(h("p", {}, h("a", { href: evidence.open_url, target: "_blank", rel: "noopener noreferrer" }, "Open the original page")));
   }
 }
 
+/** One citation's evidence from the API (rejects with its ApiError: 404 when not found or not visible). */
+export function fetchEvidence(target) {
+  return api(
+    withQuery(
+      `/api/notebooks/${encodeURIComponent(target.notebookId)}/evidence/${encodeURIComponent(target.chunkId)}`,
+      { revision: target.revisionId },
+    ),
+  );
+}
+
 /**
  * Fill a `[data-role=viewer]` element with one citation's evidence.
- * `target`: {notebookId, chunkId, revisionId, quote?, title?}.
+ * `target`: {notebookId, chunkId, revisionId, quote?, title?, original?} (`original: false`: the
+ * page around the viewer links to the original itself); `evidence`: already fetched, if it was.
+ * Resolves to the evidence shown, or null when it could not be shown (the viewer says why).
  */
-export async function showEvidence(root, target) {
+export async function showEvidence(root, target, evidence = null) {
   root.dataset.state = "loading";
   byRole("viewer-meta", root).textContent = "Loading the cited evidence…";
   byRole("viewer-body", root).replaceChildren();
   byRole("viewer-nav", root).hidden = true;
   const quoteBox = byRole("viewer-quote", root);
   try {
-    const evidence = await api(
-      withQuery(
-        `/api/notebooks/${encodeURIComponent(target.notebookId)}/evidence/${encodeURIComponent(target.chunkId)}`,
-        { revision: target.revisionId },
-      ),
-    );
+    evidence ??= await fetchEvidence(target);
     const quote = target.quote || evidence.text;
     quoteBox.hidden = false;
     byRole("viewer-quote-text", root).textContent = quote;
     const locator = evidence.locator || {};
     if (locator.page) await showPdf(root, evidence, target, quote);
     else if (locator.start !== undefined) showMedia(root, evidence, target.notebookId);
-    else showText(root, evidence, quote);
+    else showText(root, evidence, quote, target.original !== false);
     root.dataset.state = "ready";
+    return evidence;
   } catch (error) {
     root.dataset.state = "error";
     byRole("viewer-meta", root).textContent = `The evidence could not be shown: ${error.message}`;
+    return null;
   }
 }
