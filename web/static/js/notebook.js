@@ -15,17 +15,33 @@ const JOB_POLL_MS = 1500;
 const IDLE_POLL_MS = 10000;
 const TRANSCRIPT_POLL_MS = 10000;
 
-/** WAI-ARIA tabs; CSS shows them (and hides inactive panels) only on narrow screens. */
+/**
+ * WAI-ARIA tabs; CSS shows them (and hides inactive panels) only on narrow screens.
+ *
+ * On a phone the page itself scrolls, so each tab remembers where its reader left it and a switch
+ * goes back there (a tab never seen before opens at its top), as native tab bars do: a reader who
+ * checks a source's state mid-conversation comes back to the same answer, not to another tab's
+ * offset. Choosing the tab already shown goes to its top, also as native tab bars do.
+ */
 function setupTabs(initial) {
   const tabs = [...document.querySelectorAll('[role="tab"]')];
+  const tablist = document.querySelector('[role="tablist"]');
+  const scrolled = new Map(); // tab -> window.scrollY when its reader left it
+  let current = null;
   const select = (tab, focus = false) => {
+    // Side by side (tabs hidden) the panels share the page: nothing to remember or restore.
+    const restore = current !== null && getComputedStyle(tablist).display !== "none";
+    if (restore) scrolled.set(current, window.scrollY);
+    const again = tab === current;
+    current = tab;
     for (const other of tabs) {
       const selected = other === tab;
       other.setAttribute("aria-selected", String(selected));
       other.tabIndex = selected ? 0 : -1;
       document.getElementById(other.getAttribute("aria-controls")).classList.toggle("is-current", selected);
     }
-    if (focus) tab.focus();
+    if (focus) tab.focus({ preventScroll: true });
+    if (restore) window.scrollTo(0, again ? 0 : scrolled.get(tab) ?? 0);
   };
   for (const tab of tabs) {
     tab.addEventListener("click", () => select(tab));
