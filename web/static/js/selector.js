@@ -56,6 +56,11 @@ export class ResourceSelector {
 
   render(data) {
     for (const facet of FACETS) this.renderFacet(facet, data.facets?.[facet] ?? []);
+    const tableNote = byRole("table-note", this.root);
+    tableNote.hidden = !data.table_changed;
+    tableNote.textContent = data.table_changed
+      ? `These are the records of the table this notebook was created from (${data.table_id}); the configured References table has changed since.`
+      : "";
     const omitted = byRole("omitted", this.root);
     const reasons = (data.omitted_reasons ?? []).map((reason) => `${reason.count} × ${reason.message}`);
     omitted.textContent = data.omitted
