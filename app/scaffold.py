@@ -20,17 +20,23 @@ SCHEMA_FIELDS = {
     "kind": "type",
     "year": "text",
 }
+# The template's evidence fields are empty: a copy that keeps a placeholder must not become a real
+# source (an example URL would be fetched), and a copy left unfilled is shown as "No attachment or
+# URL" rather than indexed. A copy that keeps ``template: true`` is listed as a template, with why.
 TEMPLATE = """---
 template: true
 title: ""
-file: files/your-document.pdf
-link: https://example.org/an-article
+file: ""
+link: ""
 authors: []
 tags: []
 kind: paper
 ---
-Copy this file to add a record. Only `file` (a path inside the vault) and `link` (a public
-http(s) URL) are evidence; the title, tags and this body are for finding the record.
+To add a record, copy this file, delete the line `template: true` (a template is never offered
+as a source), and fill in `file` with a path inside the vault (for example
+files/your-document.pdf) or `link` with a public http(s) URL (for example
+https://example.org/an-article). Only those two are evidence; the title, authors, tags and this
+body are for finding the record.
 """
 
 
