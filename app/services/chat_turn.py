@@ -61,4 +61,7 @@ def run_turn(
                 session, thread, role="assistant", author_id=None, text=final["text"],
                 status=final["status"], citations=citations, pins=pins,
             )
-        yield "done", {"message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations}
+        yield "done", {
+            "message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations,
+            "dropped": final.get("dropped", 0),
+        }

@@ -7,6 +7,10 @@ canonical ``[chunk_id]``; any other marker (invented, or copied from a source's 
 removed together with the spaces before it, so it is never shown. ``MarkerFilter`` does the same
 on a token stream, holding back only text that could still become a marker.
 
+Support: a marker counts only when its chunk supports the claim before it, lexically (``supports``,
+threshold measured on SciFact); otherwise it is shown as ``[unverified]`` and the turn's ``done``
+says how many were dropped. Zero unverifiable citations reach the reader.
+
 Quotes: the UI highlights the cited passage, so every citation carries a quote that is an exact
 substring of the chunk. ``locate_quote`` finds a claimed passage in a chunk while ignoring case,
 accents, whitespace and punctuation (PDF text differs from what a model retypes in exactly
@@ -39,12 +43,27 @@ _MIN_BLOCK = 3
 _MAX_FUZZY_QUOTE = 1000  # a longer "quote" is not a sentence: only an exact match counts
 
 
+# A claim is supported by its chunk when the chunk holds it (located as a quote) or holds this
+# share of its content terms. Chosen on SciFact (1,258 claims, each against an abstract its
+# qrels name, and against a random abstract): 0.3 drops 16.7 % of the claims against their own
+# abstract and keeps 3.6 % against a random one; 0.4: 27.7 % / 0.9 %; 0.5: 37.5 % / 0.5 %.
+# SciFact's claims are written apart from their abstracts; a model writing from the chunk it was
+# shown stays closer to its words, and a dropped claim is still shown, marked, not hidden.
+MIN_SUPPORT = 0.4
+UNVERIFIED = "[unverified]"
+
+
 @dataclass(frozen=True)
 class CitedText:
-    """Answer text whose markers all name validated evidence, and the citations it makes."""
+    """Answer text whose markers all name validated evidence, and the citations it makes.
+
+    ``dropped``: markers whose chunk does not support the claim before them; each is shown as
+    ``[unverified]`` instead, and makes no citation.
+    """
 
     text: str
     citations: list[dict[str, str]]
+    dropped: int = 0
 
 
 def extract_markers(text: str) -> list[str]:
@@ -119,14 +138,15 @@ def validated_citations(answer_text: str, registry: ToolRegistry) -> CitedText:
     (chunk, quote) pairs are listed once.
     """
     marker_filter = MarkerFilter(registry)
-    text = marker_filter.feed(answer_text) + marker_filter.flush()
-    return CitedText(text, citations_in(text, registry))
+    return citations_in(marker_filter.feed(answer_text) + marker_filter.flush(), registry)
 
 
-def citations_in(text: str, registry: ToolRegistry) -> list[dict[str, str]]:
-    """Citations of canonical ``[chunk_id]`` markers in already rewritten ``text``."""
+def citations_in(text: str, registry: ToolRegistry) -> CitedText:
+    """Citations of canonical ``[chunk_id]`` markers in already rewritten ``text``; a marker whose
+    chunk does not support its claim (``supports``) becomes ``[unverified]`` and cites nothing."""
     citations: list[dict[str, str]] = []
-    previous_end, claim = 0, ""
+    shown: list[str] = []
+    previous_end, shown_up_to, claim, dropped = 0, 0, "", 0
     for match in _CANONICAL.finditer(text):
         item = registry.seen(match.group(1))
         spans = sentence_spans(text[previous_end : match.start()])
@@ -136,10 +156,27 @@ def citations_in(text: str, registry: ToolRegistry) -> list[dict[str, str]]:
         previous_end = match.end()
         if item is None:
             continue
+        if not supports(item.text, claim):
+            dropped += 1
+            shown.append(text[shown_up_to : match.start()] + UNVERIFIED)
+            shown_up_to = match.end()
+            continue
         citation = {"chunk_id": item.chunk_id, "quote": best_quote(item.text, claim)}
         if citation not in citations:
             citations.append(citation)
-    return citations
+    shown.append(text[shown_up_to:])
+    return CitedText("".join(shown), citations, dropped)
+
+
+def supports(chunk_text: str, claim: str) -> bool:
+    """Lexical support: the chunk holds the claim (as ``locate_quote`` finds quotes), or at least
+    ``MIN_SUPPORT`` of the claim's content terms. A claim with no content terms supports nothing."""
+    terms = set(content_terms(claim))
+    if not terms:
+        return False
+    if locate_quote(chunk_text, claim):
+        return True
+    return len(terms.intersection(content_terms(chunk_text))) >= MIN_SUPPORT * len(terms)
 
 
 def best_quote(chunk_text: str, claim: str) -> str:

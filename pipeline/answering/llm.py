@@ -134,11 +134,10 @@ class OpenAICompatibleEngine:
         if tail := marker_filter.flush():
             shown.append(tail)
             yield token_event(tail)
-        text = "".join(shown)
-        citations = citations_in(text, tools)
-        for citation in citations:
+        cited = citations_in("".join(shown), tools)
+        for citation in cited.citations:
             yield citation_event(citation["chunk_id"], citation["quote"])
-        yield done_event(text, "answered" if citations else "no_evidence", citations)
+        yield done_event(cited.text, "answered" if cited.citations else "no_evidence", cited.citations, cited.dropped)
 
     def _payload(self, messages: list[dict[str, Any]], tools: ToolRegistry, *, final: bool) -> dict[str, Any]:
         return {

@@ -59,8 +59,9 @@ def citation_event(chunk_id: str, quote: str) -> AnswerEvent:
     return AnswerEvent("citation", {"chunk_id": chunk_id, "quote": quote})
 
 
-def done_event(text: str, status: AnswerStatus, citations: list[dict[str, str]]) -> AnswerEvent:
-    return AnswerEvent("done", {"text": text, "status": status, "citations": citations})
+def done_event(text: str, status: AnswerStatus, citations: list[dict[str, str]], dropped: int = 0) -> AnswerEvent:
+    """``dropped``: citations removed because their chunk did not support the claim."""
+    return AnswerEvent("done", {"text": text, "status": status, "citations": citations, "dropped": dropped})
 
 
 @dataclass(frozen=True)

@@ -96,7 +96,8 @@ def test_streamed_rewrite_equals_rewrite_of_the_whole_text(cuts: list[int]) -> N
         previous = max(previous, cut)
     streamed = "".join(pieces) + marker_filter.flush()
 
-    assert streamed == validated_citations(text, registry).text
+    whole = MarkerFilter(registry)
+    assert streamed == whole.feed(text) + whole.flush()
     assert INVENTED not in streamed
 
 
@@ -124,3 +125,17 @@ def test_content_terms_fold_accents_drop_stop_words_and_stem() -> None:
         "found",
         "year",
     ]
+
+
+def test_a_claim_its_chunk_does_not_support_is_marked_unverified_and_cites_nothing() -> None:
+    registry = registry_with(SEEN_A, SEEN_B)
+    cited = validated_citations(
+        f"President Clinton signed the DMCA in 1998 [{SEEN_A}]. The moon is made of green cheese [{SEEN_B}].",
+        registry,
+    )
+    assert cited.text == (
+        f"President Clinton signed the DMCA in 1998 [{SEEN_A}]. The moon is made of green cheese [unverified]."
+    )
+    assert [c["chunk_id"] for c in cited.citations] == [SEEN_A] and cited.dropped == 1
+    assert all(c["quote"] in CHUNK for c in cited.citations), "every shown quote occurs in its chunk"
+    assert validated_citations(f"[{SEEN_A}] starts the answer.", registry).dropped == 1, "no claim, no support"

@@ -127,7 +127,7 @@ def test_a_question_the_sources_do_not_answer_is_refused(dmca: InMemoryNotebook,
 
     events = list(ExtractiveEngine().answer(question, tools))
 
-    assert final(events) == {"text": NO_EVIDENCE_TEXT, "status": "no_evidence", "citations": []}
+    assert final(events) == {"text": NO_EVIDENCE_TEXT, "status": "no_evidence", "citations": [], "dropped": 0}
     assert [call.name for call in tools.calls] == [SEARCH_NOTEBOOK]  # refused after a real search
 
 

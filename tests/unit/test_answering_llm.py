@@ -97,6 +97,19 @@ def test_a_split_tool_call_runs_a_search_and_invented_ids_are_dropped(fake_serve
     assert second["messages"][-1]["tool_call_id"] == "call_0"
 
 
+def test_a_forged_claim_from_the_model_is_dropped_and_counted(fake_server, tools) -> None:
+    url, _ = fake_server([{
+        "text": "The DMCA was signed into law by President Clinton [{chunk:0}]. "
+                "It also bans all photocopiers in public libraries [{chunk:0}].",
+    }])
+
+    done = done_of(list(engine(url).answer(QUESTION, tools)))
+
+    assert done["dropped"] == 1 and len(done["citations"]) == 1
+    assert done["text"].endswith("It also bans all photocopiers in public libraries [unverified].")
+    assert done["citations"][0]["quote"] in tools.seen(done["citations"][0]["chunk_id"]).text
+
+
 def test_a_model_that_never_searches_still_gets_a_real_search_first(fake_server, tools) -> None:
     url, log = fake_server([{"text": "It was signed in 1998, I believe."}])
 
@@ -108,7 +121,7 @@ def test_a_model_that_never_searches_still_gets_a_real_search_first(fake_server,
     evidence = json.loads(request["messages"][-1]["content"])
     assert request["messages"][-1]["role"] == "tool" and evidence[0]["chunk_id"] and evidence[0]["ref"] == 1
     done = done_of(events)
-    assert done == {"text": "It was signed in 1998, I believe.", "status": "no_evidence", "citations": []}
+    assert done == {"text": "It was signed in 1998, I believe.", "status": "no_evidence", "citations": [], "dropped": 0}
 
 
 def test_numbered_markers_cite_the_numbered_evidence(fake_server, tools) -> None:
