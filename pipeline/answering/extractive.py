@@ -7,7 +7,8 @@ counts little, and a question word found in *none* of them weighs the most: its 
 clearest sign that the sources do not answer the question. A sentence's score is that weighted
 coverage of the question, plus a small bonus for the retrieval rank of its chunk (the hybrid search
 saw more than single words: phrases and character n-grams). Chunks of a reference list (marked by
-the extractor) are never quoted: a bibliography entry is not a claim of the source.
+the extractor) are never quoted, nor are captions and table-of-contents lines: a bibliography
+entry, a figure's label or a page number is not a claim of the source.
 
 The answer is refused (status ``no_evidence``) when even the best sentence covers too little of
 the question: quoting a loosely related sentence would look like an answer without being one.
@@ -19,6 +20,8 @@ import math
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any
+
+import regex
 
 from pipeline.answering.sentences import content_terms, sentence_spans
 from pipeline.answering.tools import MAX_QUERY_CHARS, SEARCH_NOTEBOOK
@@ -132,7 +135,7 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])
-            if len(terms) < settings.min_sentence_terms:
+            if len(terms) < settings.min_sentence_terms or not_a_claim(item.text[start:end]):
                 continue
             coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
             quote = Quote(item, start, end, coverage + bonus, coverage, support)
@@ -147,6 +150,20 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
             chosen.append(quote)
             said.add(_key(quote.text))
     return chosen
+
+
+# A figure or table caption names what a figure shows, and a table-of-contents line where a
+# section is: quoted as an answer, either passes a label off as a statement.
+_CAPTION = regex.compile(
+    r"^(?:figure|fig\.|table|tab\.|chart|exhibit|abbildung|abb\.|tabelle|grafik)\s*[0-9IVX]+[a-z]?\s*[.:|\u2013\u2014-]",
+    regex.IGNORECASE,
+)
+_DOTTED_LEADER = regex.compile(r"(?:\.\s?){4,}|\u2026{2,}")  # "Introduction ........ 5" (a sentence may end mid-leader)
+
+
+def not_a_claim(sentence: str) -> bool:
+    """A caption or a table-of-contents line: never quoted as an answer."""
+    return bool(_CAPTION.match(sentence.lstrip()) or _DOTTED_LEADER.search(sentence))
 
 
 def _sufficient(quote: Quote, settings: ExtractiveSettings) -> bool:

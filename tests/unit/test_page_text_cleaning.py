@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipeline.answering.extractive import ExtractiveSettings, select_quotes
+from pipeline.answering.extractive import ExtractiveSettings, not_a_claim, select_quotes
 from pipeline.answering.types import EvidenceItem
 from pipeline.chunker import chunk_segments
 from pipeline.extractors import extract
@@ -80,3 +80,18 @@ def test_answers_never_quote_a_reference_list() -> None:
     quotes = select_quotes("What is GLARF, proposed by Meyers?", evidence, ExtractiveSettings())
     assert [quote.evidence.chunk_id for quote in quotes] == ["ch_body"]
     assert select_quotes("What is GLARF, proposed by Meyers?", evidence[:1], ExtractiveSettings()) == []
+
+
+def test_captions_and_table_of_contents_lines_are_never_quoted() -> None:
+    caption = "Figure 3: Trace tree blacklisting of hot loops in the TraceMonkey tracing compiler."
+    contents = "4.2 Trace tree blacklisting of hot loops ........................ 17"
+    claim = "TraceMonkey blacklists hot loops whose trace tree keeps failing, so the compiler stops retrying them."
+    evidence = [
+        EvidenceItem("ch_caption", "r", "trace", "s", caption, {"page": 5}, 3.0),
+        EvidenceItem("ch_toc", "r", "trace", "s", contents, {"page": 2}, 2.0),
+        EvidenceItem("ch_body", "r", "trace", "s", claim, {"page": 6}, 1.0),
+    ]
+    question = "What is trace tree blacklisting of hot loops in TraceMonkey?"
+    assert [quote.evidence.chunk_id for quote in select_quotes(question, evidence, ExtractiveSettings())] == ["ch_body"]
+    assert select_quotes(question, evidence[:2], ExtractiveSettings()) == []
+    assert not not_a_claim("Table 3 shows that the tracing compiler is faster on loops.")
