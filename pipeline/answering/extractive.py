@@ -23,6 +23,7 @@ from typing import Any
 
 import regex
 
+from pipeline.answering.question_types import can_answer, expected_answer
 from pipeline.answering.sentences import content_terms, sentence_spans
 from pipeline.answering.tools import MAX_QUERY_CHARS, SEARCH_NOTEBOOK
 from pipeline.answering.types import (
@@ -81,6 +82,9 @@ class ExtractiveSettings:
     rank_bonus: float = 0.1
     follow_ratio: float = 0.85
     min_sentence_terms: int = 3
+    # A "when" question is answered only by a sentence with a time expression, a "how many/much"
+    # one only by a sentence with a quantity (pipeline.answering.question_types).
+    typed_answers: bool = True
 
 
 class ExtractiveEngine:
@@ -129,13 +133,15 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
     chunk_terms = [set(content_terms(item.text)) for item in evidence]
     weights = _idf(question_terms, chunk_terms)
     total = math.fsum(weights.values())
+    wanted = expected_answer(question) if settings.typed_answers else None
     candidates: list[tuple[float, int, int, Quote]] = []
     for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
         support = len(question_terms & terms_of_chunk) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])
-            if len(terms) < settings.min_sentence_terms or not_a_claim(item.text[start:end]):
+            sentence = item.text[start:end]
+            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or not can_answer(sentence, wanted):
                 continue
             coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
             quote = Quote(item, start, end, coverage + bonus, coverage, support)
