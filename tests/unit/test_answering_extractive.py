@@ -120,6 +120,10 @@ def test_another_fact_and_its_page(dmca: InMemoryNotebook) -> None:
         "Who won the football world cup in 2014?",
         "Which is the best recipe for a chocolate cake?",
         "What?",
+        # The words overlap the DMCA summary's; the answer is not in it.
+        "How many euros is the fine for circumventing a technological measure in Germany?",
+        "When did the European Union adopt the WIPO Copyright Treaty?",
+        "How many online service providers were sued under the DMCA in 2005?",
     ],
 )
 def test_a_question_the_sources_do_not_answer_is_refused(dmca: InMemoryNotebook, question: str) -> None:
