@@ -25,10 +25,12 @@ FLOWS = {
         "record": "DMCA summary",
     },
     "mobile": {
-        "question": "Abbildung eines Torus auf eine Sphäre",
+        # Answered by the body sentence of page 40, not by its figure's caption (captions are
+        # never quoted as answers).
+        "question": "Können Tori simplizial auf Sphären abgebildet werden?",
         "page": 40,
         "label": "37",
-        "words": "Torus",
+        "words": "Tori können simplizial auf Sphären abgebildet werden",
         "record": "Géométrie et topologie",
     },
 }
