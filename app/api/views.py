@@ -3,11 +3,8 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote, urldefrag
 
-from flask import url_for
-
-from pipeline.citation_links import CiteTarget
+from app.citation_urls import cite_link, open_url
 from storage.evidence import EvidenceChunk
 from storage.models import Job, Notebook, Revision, Source
 
@@ -73,31 +70,6 @@ def source_json(source: Source) -> dict[str, Any]:
         "pages_needing_ocr": source.pages_needing_ocr,
         "checked_at": iso(source.checked_at),
     }
-
-
-def open_url(notebook_id: str, chunk: EvidenceChunk) -> str:
-    """Where a citation leads a person: the original validated URL for web evidence, at the
-    section the passage is in (``#fragment``, the nearest heading's id), else the dashboard's
-    evidence page for that revision (the JSON is ``/api/.../evidence/...``)."""
-    if chunk.source_kind == "url":
-        return web_evidence_url(chunk.source_final_url or chunk.source_value, chunk.locator.get("fragment"))
-    return evidence_page_url(CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id))
-
-
-def web_evidence_url(page_url: str, fragment: str | None) -> str:
-    """The original page at the section the passage is in (``#fragment``), when known."""
-    page_url = urldefrag(page_url).url
-    return f"{page_url}#{quote(fragment)}" if fragment else page_url
-
-
-def evidence_page_url(target: CiteTarget) -> str:
-    """The dashboard's page for a cited passage in its pinned revision."""
-    base = url_for("dashboard.evidence", notebook_id=target.notebook_id, chunk_id=target.chunk_id)
-    return f"{base}?revision={quote(target.revision_id)}"
-
-
-def cite_link(notebook_id: str, chunk: EvidenceChunk) -> str:
-    return CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id).link
 
 
 def evidence_json(notebook_id: str, chunk: EvidenceChunk, title: str) -> dict[str, Any]:

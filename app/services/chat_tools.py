@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.views import cite_link, open_url
+from app.citation_urls import cite_link, open_url
 from app.extensions import Services
 from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import chunk_title, record_titles

@@ -12,7 +12,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
-from app.api.views import evidence_page_url, web_evidence_url
+from app.citation_urls import evidence_page_url, web_evidence_url
 from app.extensions import Services
 from app.services.titles import titled_citations
 from pipeline.citation_links import CiteTarget, is_legacy_evidence_link
