@@ -2,7 +2,7 @@
 
 The selector is called on every keystroke of a search box, and a vault can hold thousands of
 records; parsing every front matter each time would take seconds. Parsed results are kept per
-file and reused while the file's (path, mtime_ns, size) is unchanged, so a warm listing costs
+file and reused while the file's (name, mtime_ns, size) is unchanged, so a warm listing costs
 one directory scan and one ``stat`` per file.
 """
 from __future__ import annotations
@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
-from .records import Record, RecordLoad, SkippedFile, parse_record_file, read_records
+from .records import Record, RecordLoad, SkippedFile, collect, parse_record_file, record_names
 from .selector import Selection, select_resources
 from .tables import Table, find_table, list_tables
 from .validation import validate_resource_ids
@@ -24,17 +25,36 @@ _Parsed = Record | SkippedFile
 _Schema = tuple[tuple[str, str], ...]
 
 
+def _stat_key(path: str) -> _StatKey | None:
+    """What says a record file changed; ``None`` when it cannot be read (parsed every time)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+@dataclass(frozen=True)
+class _Listing:
+    """One table's last listing: file stats and parse results by file name, and the result."""
+
+    schema: _Schema
+    stats: dict[str, _StatKey | None]
+    parsed: dict[str, _Parsed]
+    load: RecordLoad
+
+
 class Catalogue:
     """Tables and records of one vault, with parsed records cached across calls.
 
-    Safe to share between threads: each table's cache is replaced by a new dict in one
+    Safe to share between threads: each table's listing is replaced by a new one in one
     assignment, so a reader sees either the old or the new one, never a half-built one.
     """
 
     def __init__(self, vault: Path, *, allowlist: Sequence[str] = ()) -> None:
         self.vault = vault
         self.allowlist = tuple(allowlist)
-        self._files: dict[tuple[str, Path], tuple[_Schema, dict[Path, tuple[_StatKey, _Parsed]]]] = {}
+        self._listings: dict[tuple[str, Path], _Listing] = {}
         self._skipped: dict[str, list[SkippedFile]] = {}
 
     def tables(self) -> list[Table]:
@@ -46,28 +66,26 @@ class Catalogue:
         return find_table(self.vault, table_id)
 
     def load(self, table: Table) -> RecordLoad:
-        """Records and skipped files of ``table``, parsing only new or changed files."""
+        """Records and skipped files of ``table``, parsing only new or changed files; when no
+        file changed, the previous result itself (one directory scan and one ``stat`` per file,
+        no path objects: this runs on every search to label hits with their record's title)."""
         key = (table.id, table.folder)
         schema = tuple(table.fields.items())
-        cached_schema, previous = self._files.get(key, (schema, {}))
-        if cached_schema != schema:  # a record's title depends on which field is the title
-            previous = {}
-        current: dict[Path, tuple[_StatKey, _Parsed]] = {}
+        folder = os.fspath(table.folder)
+        stats = {name: _stat_key(os.path.join(folder, name)) for name in record_names(table)}
+        cached = self._listings.get(key)
+        if cached is not None and cached.schema != schema:  # a record's title depends on the schema
+            cached = None
+        if cached is not None and cached.stats == stats and None not in stats.values():
+            return cached.load
         vault_real = self.vault.resolve()
-
-        def parse(path: Path) -> _Parsed:
-            try:
-                info = os.stat(path)
-            except OSError:
-                return parse_record_file(vault_real, self.vault, table, path)
-            stat_key = (info.st_mtime_ns, info.st_size)
-            hit = previous.get(path)
-            result = hit[1] if hit and hit[0] == stat_key else parse_record_file(vault_real, self.vault, table, path)
-            current[path] = (stat_key, result)
-            return result
-
-        loaded = read_records(self.vault, table, parse)
-        self._files[key] = (schema, current)
+        parsed: dict[str, _Parsed] = {}
+        for name, stat_key in stats.items():
+            unchanged = cached is not None and stat_key is not None and cached.stats.get(name) == stat_key
+            parsed[name] = cached.parsed[name] if unchanged else parse_record_file(  # type: ignore[union-attr]
+                vault_real, self.vault, table, table.folder / name)
+        loaded = collect(list(parsed.values()))
+        self._listings[key] = _Listing(schema, stats, parsed, loaded)
         self._report(table, loaded.skipped)
         return loaded
 
@@ -81,7 +99,7 @@ class Catalogue:
 
     def records(self, table: Table) -> list[Record]:
         """The records of ``table``, templates included."""
-        return self.load(table).records
+        return list(self.load(table).records)
 
     def select(
         self,

@@ -135,15 +135,15 @@ def parse_record_file(vault_real: Path, vault: Path, table: Table, path: Path) -
         return SkippedFile(rel_path, f"unreadable: {getattr(exc, 'strerror', None) or type(exc).__name__}")
 
 
-def record_files(table: Table) -> list[Path]:
-    """The Markdown files directly in the table folder, sorted by name; hidden files skipped.
+def record_names(table: Table) -> list[str]:
+    """Names of the Markdown files directly in the table folder, sorted; hidden files skipped.
 
     ``os.scandir`` knows most file types without a ``stat`` per entry, which matters for
     folders of thousands of records.
     """
     try:
         with os.scandir(table.folder) as entries:
-            names = sorted(
+            return sorted(
                 entry.name
                 for entry in entries
                 if entry.name.lower().endswith(RECORD_SUFFIX) and not entry.name.startswith(".") and entry.is_file()
@@ -151,7 +151,11 @@ def record_files(table: Table) -> list[Path]:
     except OSError as exc:
         log.warning("cannot list table folder %s: %s", table.folder, exc)
         return []
-    return [table.folder / name for name in names]
+
+
+def record_files(table: Table) -> list[Path]:
+    """The record files of ``table`` (``record_names``) as paths."""
+    return [table.folder / name for name in record_names(table)]
 
 
 Parser = Callable[[Path], Record | SkippedFile]
