@@ -49,19 +49,22 @@ def remove_running_lines(pages: dict[int, str]) -> CleanPages:
     if len(pages) < MIN_PAGES:
         return CleanPages(dict(pages), {})
     split = {page: text.split("\n") for page, text in pages.items()}
+    candidates = {
+        page: {index: _key(lines[index]) for index in _edges(lines) if len(lines[index]) <= MAX_FURNITURE_CHARS}
+        for page, lines in split.items()
+    }
     seen_on: dict[str, set[int]] = defaultdict(set)
-    for page, lines in split.items():
-        for index in _edges(lines):
-            if len(lines[index]) <= MAX_FURNITURE_CHARS:
-                seen_on[_key(lines[index])].add(page)
+    for page, keys in candidates.items():
+        for key in keys.values():
+            seen_on[key].add(page)
     needed = max(MIN_PAGES, (len(pages) + 1) // 2)
     running = {key for key, on in seen_on.items() if len(on) >= needed}
     texts: dict[int, str] = {}
     numbers: dict[str, dict[int, list[int]]] = defaultdict(dict)
     for page, lines in split.items():
-        dropped = {index for index in _edges(lines) if len(lines[index]) <= MAX_FURNITURE_CHARS and _key(lines[index]) in running}
-        for index in dropped:
-            numbers[_key(lines[index])][page] = [int(n) for n in _NUMBER.findall(lines[index])]
+        dropped = {index: key for index, key in candidates[page].items() if key in running}
+        for index, key in dropped.items():
+            numbers[key][page] = [int(n) for n in _NUMBER.findall(lines[index])]
         texts[page] = "\n".join(line for index, line in enumerate(lines) if index not in dropped).strip()
     return CleanPages(texts, _printed_labels(numbers, list(pages)))
 
