@@ -69,7 +69,7 @@ class Services:
     def retriever(self) -> Retriever:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
         cache = VectorCache(self.settings.vector_cache_bytes, loader=self.vector_files.load)
-        return Retriever(self.embedder, cache, observe=SEARCH.observe)
+        return Retriever(self.embedder, cache, observe=SEARCH.observe, lexical_files=self.vector_files.lexical_file)
 
     @cached_property
     def vector_files(self) -> VectorFiles:

@@ -18,8 +18,14 @@ here whatever the deployed threshold, with exact search on the same notebooks: w
 the vector ranking and of hybrid search, recall@50 of the vector ranking, how many hybrid top-10s
 are the same, and the cold first search with files and index mapped.
 
+The third table compares a revision's own full-text index (storage/lexical_index.py, written by
+the coordinator after activation) with the main table it replaces for searches: the time to write
+it, its size, both lexical halves and hybrid search with either, interleaved, and whether hybrid
+top-10s stay the same (they should: a notebook alone has the same statistics in both).
+
 The small-notebook rows put a ``--small``-chunk notebook into the biggest instance and compare it
-with the same notebook alone in an instance of its own: latency ratio and top-10 agreement.
+with the same notebook alone in an instance of its own: latency ratio and top-10 agreement, with
+the main table and with each notebook's own full-text index.
 """
 from __future__ import annotations
 
@@ -40,17 +46,18 @@ from sqlalchemy.orm import Session
 from bignotebook import REPO, qa_pool, qa_queries, fill, new_notebook
 from pipeline.embedder import HashingEmbedder
 from pipeline.fts_query import build_match_query
-from storage import evidence, revisions
+from storage import evidence, lexical_index, notebooks, revisions
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Notebook
-from storage.retrieval import CANDIDATES, Retriever, vector_ranking
+from storage.retrieval import CANDIDATES, LexicalFiles, Retriever, vector_ranking
 from storage.vector_cache import VectorCache, VectorMatrix, load_matrix
 from storage.vector_files import VectorFiles
 
 UNBOUNDED = 1 << 62
 # Where a Retriever's cache gets a revision's matrix: its rows, or its files (with the index, if any).
 Loader = Callable[[Session, str, HashingEmbedder], VectorMatrix]
+NO_LEXICAL_FILES: LexicalFiles = lambda revision_id, embedder: None  # noqa: E731 - the main table only
 
 
 def _rss_mb() -> float:
@@ -108,8 +115,13 @@ def _fts_before(session: Session, notebook: Notebook, match: str) -> list[int]:
 def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str], object]]:
     embedder = retriever.embedder
 
+    main_table_only = Retriever(embedder, retriever.vectors)
+
     def hybrid(session: Session, notebook: Notebook, query: str) -> object:
         return retriever.search(session, notebook, notebook.active_revision_id or "", query)
+
+    def hybrid_main_table(session: Session, notebook: Notebook, query: str) -> object:
+        return main_table_only.search(session, notebook, notebook.active_revision_id or "", query)
 
     def fts(session: Session, notebook: Notebook, query: str) -> object:
         match = build_match_query(query)
@@ -119,19 +131,27 @@ def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str
         match = build_match_query(query)
         return _fts_before(session, notebook, match) if match else []
 
+    def own_index(session: Session, notebook: Notebook, query: str) -> object:
+        match = build_match_query(query)
+        members = set(notebooks.member_ids(session, notebook))
+        return retriever.lexical_candidates(session, notebook, notebook.active_revision_id or "", match, members) if match else []
+
     def vectors(session: Session, notebook: Notebook, query: str) -> object:
         matrix = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)
-        return vector_ranking(session, notebook, matrix, embedder.embed([query])[0])
+        return vector_ranking(matrix, embedder.embed([query])[0], set(notebooks.member_ids(session, notebook)))
 
-    return {"hybrid": hybrid, "FTS5 in revision": fts, "FTS5 before": fts_before, "vectors": vectors}
+    return {"hybrid": hybrid, "hybrid, main table": hybrid_main_table, "FTS5 in revision": fts,
+            "FTS5 before": fts_before, "vectors": vectors, "FTS5 own index": own_index}
 
 
 def timings(
-    database: Path, notebook_id: str, queries: list[str], names: list[str] | None = None, loader: Loader = load_matrix
+    database: Path, notebook_id: str, queries: list[str], names: list[str], loader: Loader = load_matrix,
+    lexical_files: LexicalFiles = NO_LEXICAL_FILES,
 ) -> dict[str, list[float]]:
     db = Database(database)
-    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
-    chosen = {name: run for name, run in variants(retriever).items() if names is None or name in names}
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader), lexical_files=lexical_files)
+    runs = variants(retriever)
+    chosen = {name: runs[name] for name in names}  # in the order of the table's columns
     seconds: dict[str, list[float]] = {name: [] for name in chosen}
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
@@ -147,9 +167,12 @@ def timings(
     return seconds
 
 
-def top10(database: Path, notebook_id: str, queries: list[str], loader: Loader = load_matrix) -> list[list[str]]:
+def top10(
+    database: Path, notebook_id: str, queries: list[str], loader: Loader = load_matrix,
+    lexical_files: LexicalFiles = NO_LEXICAL_FILES,
+) -> list[list[str]]:
     db = Database(database)
-    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
+    retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader), lexical_files=lexical_files)
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None
@@ -200,6 +223,33 @@ def write_vector_files(database: Path, notebook_id: str, folder: Path, index: bo
     return folder, seconds
 
 
+def write_lexical(database: Path, notebook_id: str, folder: Path) -> tuple[LexicalFiles, float, float]:
+    """Write the revision's own full-text index as the coordinator does; where searches find it,
+    the seconds it took and its size in MB."""
+    db = Database(database)
+    embedder = HashingEmbedder()
+    files = VectorFiles(folder)
+    with db.reader() as session:
+        revision_id = session.get(Notebook, notebook_id).active_revision_id
+        path = files.folder(revision_id, embedder) / lexical_index.FILE
+        path.parent.mkdir(parents=True)
+        started = time.perf_counter()
+        lexical_index.write(session, revision_id, path)
+        seconds = time.perf_counter() - started
+    db.dispose()
+    return files.lexical_file, seconds, path.stat().st_size / 2**20
+
+
+def lexical_row(database: Path, notebook_id: str, queries: list[str], folder: Path, size: int) -> str:
+    lexical_files, writing, megabytes = write_lexical(database, notebook_id, folder)
+    seconds = timings(database, notebook_id, queries, ["FTS5 in revision", "FTS5 own index", "hybrid, main table", "hybrid"],
+                      lexical_files=lexical_files)
+    same = sum(a == b for a, b in zip(
+        top10(database, notebook_id, queries), top10(database, notebook_id, queries, lexical_files=lexical_files)))
+    cells = " | ".join(f"{_p(values, 50):.1f} / {_p(values, 95):.1f}" for values in seconds.values())
+    return f"| {size} | {writing:.1f} | {megabytes:.0f} | {cells} | {same}/{len(queries)} |"
+
+
 def recall_at_50(database: Path, notebook_id: str, queries: list[str], folder: Path) -> float:
     """Mean share of the exact 50 nearest rows the indexed vector ranking returns in its first 50
     (a row scoring as high as the exact 50th counts: the bench's passages repeat, so ties abound)."""
@@ -211,11 +261,12 @@ def recall_at_50(database: Path, notebook_id: str, queries: list[str], folder: P
         assert notebook is not None and notebook.active_revision_id is not None
         matrix = VectorFiles(folder).load(session, notebook.active_revision_id, embedder)
         assert matrix.index is not None
+        members = set(notebooks.member_ids(session, notebook))
         for query in queries:
             vector = embedder.embed([query])[0]
             exact = np.asarray(matrix.vectors) @ vector
             fiftieth = -np.partition(-exact, 49)[49]
-            found = np.searchsorted(matrix.pks, vector_ranking(session, notebook, matrix, vector)[:50])
+            found = np.searchsorted(matrix.pks, vector_ranking(matrix, vector, members)[:50])
             shares.append(float(np.sum(exact[found] >= fiftieth - 1e-6)) / 50)
     db.dispose()
     return statistics.mean(shares)
@@ -258,7 +309,7 @@ def main() -> None:
             database = Path(tmp) / f"{size}.sqlite3"
             notebook_id, stored = build(database, size)
             databases[size] = (database, notebook_id)
-            seconds = timings(database, notebook_id, queries)
+            seconds = timings(database, notebook_id, queries, ["hybrid", "FTS5 in revision", "FTS5 before", "vectors"])
             first = cold(database, notebook_id, queries[-1])
             files, writing = write_vector_files(database, notebook_id, Path(tmp) / f"vectors-{size}")
             mapped = cold(database, notebook_id, queries[-1], files)
@@ -276,19 +327,37 @@ def main() -> None:
         alone_db = Path(tmp) / "small-alone.sqlite3"
         alone_id, _ = build(alone_db, args.small, first_passage=5000)
         inside_id, _ = build(big, args.small, first_passage=5000)
-        print(f"\nA {args.small}-chunk notebook alone, and inside the {max(sizes)}-chunk instance (hybrid, ms)\n")
-        print("| where | hybrid p50 / p95 | FTS5 in revision | FTS5 before | first hit as alone | top-10 identical to alone | top-10 overlap with alone |")
-        print("|---|---|---|---|---|---|---|")
+        print("\nA revision's own full-text index (storage/lexical_index.py) against the main table, on the same "
+              "notebooks (p50 / p95 ms, warm)\n")
+        print("| chunks | writing it (s) | file (MB) | FTS5 in revision | FTS5 own index | hybrid, main table "
+              "| hybrid, own index | hybrid top-10 as the main table's |")
+        print("|---|---|---|---|---|---|---|---|")
+        for size, (database, notebook_id) in databases.items():
+            print(lexical_row(database, notebook_id, queries, Path(tmp) / f"lexical-{size}", size), flush=True)
+        print(f"\nA {args.small}-chunk notebook alone, and inside the {max(sizes)}-chunk instance (ms); "
+              "\"own\": the revision's own full-text index\n")
+        print("| where | hybrid, main table | hybrid, own index | FTS5 in revision | FTS5 before | FTS5 own index "
+              "| first hit as alone "
+              "| top-10 identical to alone | top-10 overlap with alone | own: top-10 identical to alone |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        places = {"alone": (alone_db, alone_id), "inside": (big, inside_id)}
+        own = {where: write_lexical(database, notebook_id, Path(tmp) / f"lexical-{where}")[0]
+               for where, (database, notebook_id) in places.items()}
         ranked_alone = top10(alone_db, alone_id, queries)
-        for where, (database, notebook_id) in {"alone": (alone_db, alone_id), "inside": (big, inside_id)}.items():
-            seconds = timings(database, notebook_id, queries, ["hybrid", "FTS5 in revision", "FTS5 before"])
+        own_alone = top10(alone_db, alone_id, queries, lexical_files=own["alone"])
+        for where, (database, notebook_id) in places.items():
+            seconds = timings(database, notebook_id, queries,
+                              ["hybrid, main table", "hybrid", "FTS5 in revision", "FTS5 before", "FTS5 own index"],
+                              lexical_files=own[where])
             cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
             pairs = list(zip(ranked_alone, top10(database, notebook_id, queries), strict=True))
             first = sum(a[:1] == b[:1] for a, b in pairs)
             same = sum(a == b for a, b in pairs)
             overlap = statistics.mean(len(set(a) & set(b)) / max(1, len(a)) for a, b in pairs)
+            same_own = sum(a == b for a, b in zip(
+                own_alone, top10(database, notebook_id, queries, lexical_files=own[where]), strict=True))
             print(f"| {where} | {cells} | {first}/{len(pairs)} | {same}/{len(pairs)} "
-                  f"| {overlap:.0%} |", flush=True)
+                  f"| {overlap:.0%} | {same_own}/{len(pairs)} |", flush=True)
         with Database(big).reader() as session:
             print(f"\nchunks in the biggest instance: {session.execute(text('SELECT count(*) FROM chunks')).scalar()}")
 

@@ -5,6 +5,7 @@ disappears at once, before any replacement revision exists.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,12 +68,34 @@ def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
     return (NotebookResource.resource_id == Chunk.resource_id) & in_notebook(NotebookResource, notebook)
 
 
+# A chunk's primary key and its bm25 score (lower is better, as FTS5 orders them).
+Candidate = tuple[int, float]
+
+
+def within_columns(match: str) -> str:
+    """``match`` over the names and text of chunks, not the revision ids beside them."""
+    return f"{{context text}} : ({match})"
+
+
 def within_revisions(match: str, revision_ids: list[str]) -> str:
     """``match`` over the names and text of chunks stored for ``revision_ids`` only: FTS5
     intersects those revisions' posting lists with the words' instead of scoring every notebook's
     rows."""
     tokens = " OR ".join('"{}"'.format(revision.replace('"', '""')) for revision in revision_ids)
-    return f"revision_id : ({tokens}) AND {{context text}} : ({match})"
+    return f"revision_id : ({tokens}) AND {within_columns(match)}"
+
+
+def best_of_members(best: Callable[[int], list[tuple[int, float, bool]]], limit: int) -> list[Candidate]:
+    """The ``limit`` best candidates that belong to current members, best first. ``best(depth)``
+    gives an index's ``depth`` best rows, each marked member or not; when removed resources took
+    too many of them and the index has more, a list four times deeper is asked for."""
+    depth = limit
+    while True:
+        rows = best(depth)
+        kept = [(pk, score) for pk, score, member in rows if member]
+        if len(kept) >= limit or len(rows) < depth:  # enough, or the index holds no more
+            return kept[:limit]
+        depth *= 4
 
 
 def storing_revisions(session: Session, revision_id: str) -> list[str]:
@@ -91,13 +114,14 @@ def fts_candidates(
     match: str,
     limit: int,
     weights: tuple[float, float] = COLUMN_WEIGHTS,
-) -> list[tuple[int, float]]:
-    """The ``limit`` best chunks of current members for ``match``, best first."""
+) -> list[Candidate]:
+    """The ``limit`` best chunks of current members for ``match``, best first, ranked by the main
+    table (storage.lexical_index ranks inside a revision's own file once it has one)."""
     storing = storing_revisions(session, revision_id)
     if not storing:
         return []
-    depth = limit
-    while True:
+
+    def best(depth: int) -> list[tuple[int, float, bool]]:
         rows = session.execute(
             FTS_SQL,
             {
@@ -111,10 +135,9 @@ def fts_candidates(
                 "workspace_id": notebook.workspace_id,
             },
         ).all()
-        kept = [(int(pk), float(score)) for pk, score, member in rows if member]
-        if len(kept) >= limit or len(rows) < depth:  # enough, or the index holds no more
-            return kept[:limit]
-        depth *= 4
+        return [(int(pk), float(score), bool(member)) for pk, score, member in rows]
+
+    return best_of_members(best, limit)
 
 
 def _evidence_query(notebook: Notebook, revision_id: str):  # type: ignore[no-untyped-def]

@@ -1,13 +1,19 @@
 """Hybrid search over one notebook revision: FTS5 bm25 and vector similarity, fused by rank.
 
+The bm25 half ranks in the revision's own full-text file when the coordinator has written it
+(storage.lexical_index), else in the main table.
+
 Revisions are immutable, so a revision's vector matrix is cached per process (storage.vector_cache);
 current membership is applied on every query, so a removed resource's chunks vanish at once.
 """
 from __future__ import annotations
 
+import logging
+import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -15,7 +21,7 @@ from sqlalchemy.orm import Session
 from pipeline.embedder import Embedder
 from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
-from storage import evidence, notebooks, vector_index
+from storage import evidence, lexical_index, notebooks, vector_index
 from storage.evidence import EvidenceChunk
 from storage.models import Notebook
 from storage.vector_cache import VectorCache, VectorMatrix
@@ -32,6 +38,8 @@ APPROXIMATE_CANDIDATES = 4 * CANDIDATES
 FUSION_WEIGHTS = [1.0, 0.05]
 FUSION_K = 20
 
+log = logging.getLogger(__name__)
+
 
 @dataclass(frozen=True)
 class Hit:
@@ -39,10 +47,8 @@ class Hit:
     score: float
 
 
-def vector_ranking(
-    session: Session, notebook: Notebook, matrix: VectorMatrix, query_vector: np.ndarray
-) -> list[int]:
-    """The ``CANDIDATES`` best chunks of current members by similarity, best first.
+def vector_ranking(matrix: VectorMatrix, query_vector: np.ndarray, members: set[str]) -> list[int]:
+    """The ``CANDIDATES`` best chunks of current ``members`` by similarity, best first.
 
     A revision with an approximate index scores only the rows the index proposes, exactly; when
     removed resources took so many of them that fewer than ``CANDIDATES`` are left, and exact
@@ -50,7 +56,6 @@ def vector_ranking(
     """
     if not len(matrix.pks):
         return []
-    members = set(notebooks.member_ids(session, notebook))
     allowed = np.array([resource in members for resource in matrix.resources], dtype=bool)
     if matrix.index is not None:
         proposed = vector_index.nearest(matrix.index, query_vector, APPROXIMATE_CANDIDATES)
@@ -78,15 +83,24 @@ def _best(matrix: VectorMatrix, rows: np.ndarray, scores: np.ndarray) -> list[in
     return [int(matrix.pks[rows[i]]) for i in best if scores[i] > 0]
 
 
+# Where a revision's own full-text index is, once written (storage.vector_files.lexical_file).
+LexicalFiles = Callable[[str, Embedder], Path | None]
+
+
 class Retriever:
     """Hybrid search with one embedder and one process-wide cache of revisions' vectors."""
 
     def __init__(
-        self, embedder: Embedder, vectors: VectorCache, observe: Callable[[float], None] = lambda seconds: None
+        self,
+        embedder: Embedder,
+        vectors: VectorCache,
+        observe: Callable[[float], None] = lambda seconds: None,
+        lexical_files: LexicalFiles = lambda revision_id, embedder: None,
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
         self.observe = observe  # told each search's seconds (the web app's latency histogram)
+        self.lexical_files = lexical_files
 
     def search(
         self, session: Session, notebook: Notebook, revision_id: str, query: str, *, limit: int = MAX_RESULTS
@@ -94,14 +108,11 @@ class Retriever:
         """Up to ``limit`` (≤ 50) chunks of ``revision_id``, best first."""
         started = time.perf_counter()
         limit = max(1, min(limit, MAX_RESULTS))
+        members = set(notebooks.member_ids(session, notebook))
         match = build_match_query(query)
-        lexical = (
-            [pk for pk, _ in evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)]
-            if match
-            else []
-        )
+        lexical = [pk for pk, _ in self.lexical_candidates(session, notebook, revision_id, match, members)] if match else []
         matrix = self.vectors.get(session, revision_id, self.embedder)
-        semantic = vector_ranking(session, notebook, matrix, self.embedder.embed([query])[0])
+        semantic = vector_ranking(matrix, self.embedder.embed([query])[0], members)
         fused = reciprocal_rank_fusion(
             [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
         )[:limit]
@@ -109,3 +120,18 @@ class Retriever:
         hits = [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
         self.observe(time.perf_counter() - started)
         return hits
+
+    def lexical_candidates(
+        self, session: Session, notebook: Notebook, revision_id: str, match: str, members: set[str]
+    ) -> list[evidence.Candidate]:
+        """The revision's best ``CANDIDATES`` for ``match``: from its own index when it has one
+        (statistics of its rows only), else from the main table. An unreadable file is removed, so
+        that the sweeper has the coordinator write it again, and the main table answers meanwhile."""
+        path = self.lexical_files(revision_id, self.embedder)
+        if path is not None:
+            try:
+                return lexical_index.candidates(path, match, CANDIDATES, members.__contains__)
+            except sqlite3.DatabaseError as err:
+                log.warning("searching revision %s in the main index: its own is unreadable: %s", revision_id, err)
+                path.unlink(missing_ok=True)
+        return evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)

@@ -8,8 +8,8 @@ or a cache eviction costs opening a file, not a scan of the table (24 s at 1M ch
 Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
 revisions. The files are derived data: backups leave them out, and the sweeper has the
 coordinator write those of active revisions again (``wanting``). A revision of
-``index_min_chunks`` or more also gets its approximate index there (storage.vector_index), built
-by the coordinator only.
+``index_min_chunks`` or more also gets its approximate index there (storage.vector_index), and every
+revision its own full-text index (storage.lexical_index), both built by the coordinator only.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +28,7 @@ from sqlalchemy.orm import Session
 from usearch.index import Index
 
 from pipeline.embedder import Embedder
-from storage import vector_index
+from storage import lexical_index, vector_index
 from storage.models import Notebook, Revision
 from storage.vector_cache import VectorMatrix, load_matrix
 
@@ -67,23 +68,40 @@ class VectorFiles:
         return matrix
 
     def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
-        """Write the revision's files unless they exist, and its approximate index when it is big
-        enough and has none (the coordinator, once a revision is active: building the index takes
-        ~10 s per 100k chunks, which no search should wait for)."""
+        """Write the revision's files unless they exist: the vector arrays, its own full-text index
+        (storage.lexical_index), and its approximate index when it is big enough (the coordinator,
+        once a revision is active: these take ~10 s per 100k chunks, which no search should wait
+        for)."""
         folder = self.folder(revision_id, embedder)
         if not folder.is_dir():
             self._write(folder, load_matrix(session, revision_id, embedder))
+        if not folder.is_dir():
+            return
+        lexical = folder / lexical_index.FILE
+        if not lexical.is_file():
+            self._write_beside(lexical, lambda partial: lexical_index.write(session, revision_id, partial))
         index = folder / vector_index.FILE
-        if index.is_file() or not folder.is_dir():
+        if index.is_file():
             return
         vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
         if len(vectors) >= self.index_min_chunks:
-            partial = folder / f"{_TEMPORARY}{uuid.uuid4().hex}"
-            try:
-                vector_index.build(vectors, partial)
-                partial.rename(index)
-            finally:
-                partial.unlink(missing_ok=True)
+            self._write_beside(index, lambda partial: vector_index.build(vectors, partial))
+
+    def lexical_file(self, revision_id: str, embedder: Embedder) -> Path | None:
+        """The revision's own full-text index, once the coordinator has written it."""
+        path = self.folder(revision_id, embedder) / lexical_index.FILE
+        return path if path.is_file() else None
+
+    @staticmethod
+    def _write_beside(path: Path, write: Callable[[Path], object]) -> None:
+        """``write`` a partial file beside ``path``, then rename it into place: readers see the
+        whole file or none."""
+        partial = path.parent / f"{_TEMPORARY}{uuid.uuid4().hex}"
+        try:
+            write(partial)
+            partial.rename(path)
+        finally:
+            partial.unlink(missing_ok=True)
 
     def _write(self, folder: Path, matrix: VectorMatrix) -> None:
         """Write beside, then rename into place: a reader sees all the files or none. Best effort:
@@ -102,7 +120,7 @@ class VectorFiles:
             shutil.rmtree(temporary, ignore_errors=True)
 
     def wanting(self, session: Session, embedder: Embedder) -> list[str]:
-        """Active revisions whose files, or the index they should have, are missing and not being
+        """Active revisions whose files, or the indexes they should have, are missing and not being
         written: after a restore (backups leave the files out), a lost ``ingest.write_vectors``, or
         an index found unreadable. The sweeper sends them to the coordinator again."""
         active = session.scalars(select(Notebook.active_revision_id).where(Notebook.active_revision_id.is_not(None)))
@@ -113,9 +131,11 @@ class VectorFiles:
             if not folder.is_dir():
                 if not any(name.startswith(f"{_TEMPORARY}{folder.name}-") for name in being_written):
                     wanting.append(revision_id)
-            elif not (folder / vector_index.FILE).is_file() and not self._fresh(folder):
-                if self._rows(folder) >= self.index_min_chunks:
-                    wanting.append(revision_id)
+            elif not self._fresh(folder) and (
+                not (folder / lexical_index.FILE).is_file()
+                or (not (folder / vector_index.FILE).is_file() and self._rows(folder) >= self.index_min_chunks)
+            ):
+                wanting.append(revision_id)
         return wanting
 
     @staticmethod

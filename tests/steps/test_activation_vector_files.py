@@ -3,18 +3,24 @@ deletes them with their notebook, or has them written again when they went missi
 (storage.vector_files)."""
 from __future__ import annotations
 
-from collections.abc import Callable
 import shutil
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+import pytest
 
 from steps.conftest import wait_for
 from steps.test_task_contract import ingest
+from storage import lexical_index
 
 if TYPE_CHECKING:
     from steps.conftest import Instance
 
 
-def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(launch: Callable[..., Instance]) -> None:
+def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(
+    launch: Callable[..., Instance], monkeypatch: pytest.MonkeyPatch
+) -> None:
     instance = launch()
     notebook_id, job = ingest(instance)
     assert job.state == "succeeded", job.error
@@ -23,9 +29,14 @@ def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(launc
     folder = svc.vector_files.folder(revision_id, svc.embedder)
     # The activation writes them just after the job ends succeeded, before anything searches.
     wait_for(lambda: (folder / "vectors.npy").is_file(), "the activated revision's vector files")
+    wait_for(lambda: (folder / lexical_index.FILE).is_file(), "the activated revision's own full-text index")
 
+    searched_in: list[Path] = []
+    candidates = lexical_index.candidates
+    monkeypatch.setattr(lexical_index, "candidates", lambda path, *args: searched_in.append(path) or candidates(path, *args))
     response = instance.call("GET", f"/api/notebooks/{notebook_id}/search", query_string={"q": "notice and takedown"})
     assert response.status_code == 200 and response.json["results"]
+    assert searched_in == [folder / lexical_index.FILE]
 
     assert instance.call("DELETE", f"/api/notebooks/{notebook_id}").status_code in (200, 204)
     instance.celery.tasks["sweep_jobs"]()
@@ -43,3 +54,4 @@ def test_the_sweeper_has_missing_files_written_again(launch: Callable[..., Insta
     shutil.rmtree(folder)
     instance.celery.tasks["sweep_jobs"]()
     wait_for(lambda: (folder / "vectors.npy").is_file(), "the vector files written again by the coordinator")
+    wait_for(lambda: (folder / lexical_index.FILE).is_file(), "and the revision's own full-text index")

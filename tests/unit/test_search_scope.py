@@ -1,8 +1,9 @@
 """A notebook's search sees only its own revision's rows, whatever else the instance holds.
 
-bm25 takes its term statistics from the whole FTS5 table, so another notebook's rows can reorder
-near-equal hits (docs/decisions/0009 measures how often); what they must never do is appear in the
-results, or push what a question finds first below second. Real corpus PDFs in one database file
+In the main FTS5 table bm25 takes its term statistics from the whole table, so another notebook's
+rows can reorder near-equal hits (docs/decisions/0009 measures how often); what they must never do
+is appear in the results, or push what a question finds first below second. A revision's own index
+(storage.lexical_index) removes even that. Real corpus PDFs in one database file
 (support.stored_notebooks).
 """
 from __future__ import annotations
@@ -55,9 +56,10 @@ def test_a_small_notebook_finds_the_same_beside_a_bigger_one(instance: Database)
     stored_notebook(instance, "big", ("dmca.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf"))
     beside = _rankings(instance, small)
     assert all(alone), "every question finds something"
-    # bm25's statistics are the whole table's (decision 0009), so two near-equal first hits may
-    # trade places (measured: fused scores 0.0491 / 0.0475 for one of these questions); a first
-    # hit never falls further than second. Per-revision statistics (issue #13) will make it exact.
+    # In the main table bm25's statistics are the whole table's (decision 0009), so two near-equal
+    # first hits may trade places (measured: fused scores 0.0491 / 0.0475 for one of these
+    # questions); a first hit never falls further than second. That is a revision's ranking until
+    # the coordinator writes its own index; from then on it is exact (tests/unit/test_lexical_index.py).
     for by_itself, next_to_big in zip(alone, beside, strict=True):
         assert by_itself[0] in next_to_big[:2] and next_to_big[0] in by_itself[:2]
     assert {revision for ranking in beside for revision, _, _ in ranking} == {alone[0][0][0]}

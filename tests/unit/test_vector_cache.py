@@ -73,14 +73,13 @@ def test_concurrent_cold_requests_load_a_revision_once() -> None:
     assert len(results) == 8 and all(result is results[0] for result in results)
 
 
-def test_the_vector_ranking_orders_as_a_full_stable_sort(monkeypatch: Any) -> None:
+def test_the_vector_ranking_orders_as_a_full_stable_sort() -> None:
     """Ties (duplicate chunks) at the cut-off and above it come out lowest position first."""
     rng = np.random.default_rng(3)
     # Each row three times: the 100th best is the first of three equal rows.
     vectors = np.repeat(rng.random((60, EMBEDDER.dim), dtype=np.float32), 3, axis=0)
     matrix = VectorMatrix(np.arange(180, dtype=np.int64) + 1000, np.zeros(180, dtype=np.int64), ["r"], vectors)
-    monkeypatch.setattr(retrieval.notebooks, "member_ids", lambda session, notebook: ["r"])
     query = rng.random(EMBEDDER.dim, dtype=np.float32)
     scores = vectors @ query
     expected = [int(matrix.pks[i]) for i in np.argsort(-scores, kind="stable")[: retrieval.CANDIDATES]]
-    assert retrieval.vector_ranking(None, None, matrix, query) == expected  # type: ignore[arg-type]
+    assert retrieval.vector_ranking(matrix, query, {"r"}) == expected

@@ -38,7 +38,8 @@ def _rankings(db: Database, notebook_id: str, files: VectorFiles, revision_id: s
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         matrix = files.load(session, revision_id, EMBEDDER)
-        return [vector_ranking(session, notebook, matrix, EMBEDDER.embed([q])[0]) for q in QUESTIONS]
+        members = set(notebooks.member_ids(session, notebook))
+        return [vector_ranking(matrix, EMBEDDER.embed([q])[0], members) for q in QUESTIONS]
 
 
 def test_only_a_revision_above_the_threshold_gets_an_index(db: Database, tmp_path: Path) -> None:

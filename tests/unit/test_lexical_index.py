@@ -1,0 +1,130 @@
+"""A revision's own full-text index (storage.lexical_index): written by the coordinator beside the
+vector files, it ranks a notebook exactly as the main table ranks it alone in its instance, and
+another notebook's rows change nothing. Real corpus PDFs (support.stored_notebooks)."""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pipeline.fts_query import build_match_query
+from storage import lexical_index, notebooks
+from storage.db import Database
+from storage.migrate import upgrade
+from storage.models import Chunk, Notebook
+from storage.retrieval import CANDIDATES, Retriever
+from storage.vector_cache import VectorCache
+from storage.vector_files import VectorFiles
+from support.stored_notebooks import EMBEDDER, stored_notebook
+
+QUESTIONS = (
+    "What does the DMCA say about circumvention of technological measures?",
+    "Who is liable for copyright infringement by online service providers?",
+    "How does TraceMonkey record traces of hot loops?",
+    "What is a trace tree and how are nested loops handled?",
+    "type specialization of JavaScript values",
+    "How long is the term of protection for vessel hull designs?",
+    "safe harbor",
+)
+
+
+@pytest.fixture()
+def db(tmp_path: Path) -> Database:
+    upgrade(tmp_path / "notebooks.sqlite3")
+    return Database(tmp_path / "notebooks.sqlite3")
+
+
+def _search(db: Database, notebook_id: str, files: VectorFiles | None) -> list[list[tuple[int, float]]]:
+    """Each question's lexical candidates (pk, bm25) as the retriever gets them: from the
+    revision's own file when ``files`` has it, else from the main table."""
+    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_file if files else lambda r, e: None)
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        members = set(notebooks.member_ids(session, notebook))
+        return [
+            retriever.lexical_candidates(session, notebook, notebook.active_revision_id, match, members)
+            for match in map(build_match_query, QUESTIONS) if match
+        ]
+
+
+def _ensure(db: Database, notebook_id: str, files: VectorFiles) -> str:
+    with db.reader() as session:
+        revision_id = session.get(Notebook, notebook_id).active_revision_id
+        files.ensure(session, revision_id, EMBEDDER)
+        return revision_id
+
+
+def test_a_notebook_alone_ranks_the_same_in_its_own_index_as_in_the_main_table(db: Database, tmp_path: Path) -> None:
+    """The switch to the revision's file changes no result: same rows, same order, same scores."""
+    notebook_id = stored_notebook(db, "alone", ("dmca.pdf", "tracemonkey.pdf"))
+    main = _search(db, notebook_id, None)
+    files = VectorFiles(tmp_path / "vectors")
+    _ensure(db, notebook_id, files)
+    own = _search(db, notebook_id, files)
+    assert all(main) and [len(ranking) for ranking in main] == [min(CANDIDATES, len(r)) for r in own]
+    for by_main, by_file in zip(main, own, strict=True):
+        assert [pk for pk, _ in by_main] == [pk for pk, _ in by_file]
+        assert [score for _, score in by_main] == pytest.approx([score for _, score in by_file], rel=1e-9)
+
+
+def test_another_notebooks_rows_change_nothing_in_a_revisions_own_index(db: Database, tmp_path: Path) -> None:
+    files = VectorFiles(tmp_path / "vectors")
+    small = stored_notebook(db, "small", ("dmca.pdf", "tracemonkey.pdf"))
+    _ensure(db, small, files)
+    alone = _search(db, small, files)
+    main_alone = _search(db, small, None)
+    stored_notebook(db, "big", ("dmca.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf"))
+    assert _search(db, small, files) == alone, "the same rows in the same order with the same scores"
+    # What the file protects from: the main table's statistics now count the big notebook's rows.
+    assert _search(db, small, None) != main_alone
+
+
+def test_the_file_reaches_past_a_removed_resource_and_never_returns_its_rows(db: Database, tmp_path: Path) -> None:
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, "removing", ("dmca.pdf", "tracemonkey.pdf"))
+    path = files.lexical_file(_ensure(db, notebook_id, files), EMBEDDER)
+    assert path is not None
+    match = build_match_query("copyright protection of online service providers")
+    assert match is not None
+    with db.session() as session:
+        before = lexical_index.candidates(path, match, 5, {"dmca.pdf", "tracemonkey.pdf"}.__contains__)
+        assert {session.get(Chunk, pk).resource_id for pk, _ in before} == {"dmca.pdf"}
+        notebooks.remove_resource(session, session.get(Notebook, notebook_id), "dmca.pdf")
+    after = _search(db, notebook_id, files)
+    with db.reader() as session:
+        resources = {session.get(Chunk, pk).resource_id for ranking in after for pk, _ in ranking}
+    assert resources == {"tracemonkey.pdf"}
+    deeper = lexical_index.candidates(path, match, 5, {"tracemonkey.pdf"}.__contains__)
+    assert len(deeper) == 5
+
+
+def test_an_unreadable_file_is_removed_the_main_table_answers_and_the_sweeper_wants_it(
+    db: Database, tmp_path: Path
+) -> None:
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, "torn", ("dmca.pdf",))
+    revision_id = _ensure(db, notebook_id, files)
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == []
+    path = files.lexical_file(revision_id, EMBEDDER)
+    assert path is not None
+    expected = _search(db, notebook_id, None)
+    path.write_bytes(b"torn" * 1024)
+    assert _search(db, notebook_id, files) == expected
+    assert files.lexical_file(revision_id, EMBEDDER) is None
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+        assert files.wanting(session, EMBEDDER) == []
+    assert _search(db, notebook_id, files) == expected
+
+
+def test_the_file_uses_the_main_tables_tokenizer(db: Database, tmp_path: Path) -> None:
+    """Both indexes must agree on what a word is, or a word could match in one and not the other."""
+    with sqlite3.connect(db.path) as connection:
+        (schema,) = connection.execute("SELECT sql FROM sqlite_master WHERE name = 'chunks_fts'").fetchone()
+    assert f"tokenize='{lexical_index.TOKENIZER}'" in schema
+    assert "revision_id, context, text" in schema
+
