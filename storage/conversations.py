@@ -48,6 +48,7 @@ def append(
     text: str,
     status: str | None = None,
     citations: list[dict[str, Any]] | None = None,
+    related: list[dict[str, Any]] | None = None,
     pins: dict[str, str] | None = None,
 ) -> Message:
     message = Message(
@@ -59,6 +60,7 @@ def append(
         text=text,
         status=status,
         citations=citations or [],
+        related=related or [],
     )
     session.add(message)
     session.flush()

@@ -331,6 +331,8 @@ class Message(Scoped, Base):
     text: Mapped[str] = mapped_column(Text)
     status: Mapped[str | None] = mapped_column(String(20))
     citations: Mapped[list[Any]] = mapped_column(default=list)
+    # A refused answer's closest passages ("related, but they do not answer this"); else empty.
+    related: Mapped[list[Any]] = mapped_column(default=list, server_default="[]")
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

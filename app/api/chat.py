@@ -124,6 +124,7 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
                     "text": m.text,
                     "status": m.status,
                     "citations": citations,
+                    "related": m.related,
                     "created_at": iso(m.created_at),
                 }
                 for m, citations in zip(messages, labelled)

@@ -13,10 +13,13 @@ from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import chunk_title, record_titles
 from pipeline.answering.tools import notebook_tools
 from pipeline.answering.types import EvidenceItem, ToolRegistry
+from pipeline.extractors.reference_lists import REFERENCES
 from storage import evidence, retrieval, revisions
 from storage.evidence import EvidenceChunk
 
 FILTERED_SEARCH_DEPTH = retrieval.MAX_RESULTS
+# Passages listed under a refusal as related: enough to show where the notebook comes closest.
+MAX_RELATED = 3
 
 
 class TurnTools:
@@ -94,7 +97,21 @@ class TurnTools:
         """A full citation for an id some tool returned this turn; None for an invented id."""
         if chunk_id not in self.found or self.registry.seen(chunk_id) is None:
             return None
-        notebook_id, chunk = self.found[chunk_id]
+        return {**self._link(*self.found[chunk_id]), "quote": quote}
+
+    def related(self, limit: int = MAX_RELATED) -> list[dict[str, Any]]:
+        """The closest passages the tools found this turn, for an answer that refuses: the best
+        one of each document, in the order they were found (best first), never a reference list's
+        (a bibliography line is not where an answer would be)."""
+        passages: dict[tuple[str, str], dict[str, Any]] = {}
+        for notebook_id, chunk in self.found.values():
+            document = (notebook_id, chunk.resource_id)
+            if document not in passages and chunk.locator.get("section") != REFERENCES:
+                passages[document] = self._link(notebook_id, chunk)
+        return list(passages.values())[:limit]
+
+    def _link(self, notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
+        """Where a passage is and how to open it: a citation without its quote."""
         return {
             "notebook_id": notebook_id,
             "resource_id": chunk.resource_id,
@@ -105,5 +122,4 @@ class TurnTools:
             "locator": chunk.locator,
             "open_url": open_url(notebook_id, chunk),
             "cite": cite_link(notebook_id, chunk),
-            "quote": quote,
         }

@@ -55,13 +55,14 @@ def run_turn(
         citations = [
             cited for c in final["citations"] if (cited := tools.citation(c["chunk_id"], c["quote"])) is not None
         ]
+        related = tools.related() if final["status"] == "no_evidence" else []
         pins = {context.notebook.id: context.revision.id for context in contexts}
         with svc.db.session() as session:
             message = conversations.append(
                 session, thread, role="assistant", author_id=None, text=final["text"],
-                status=final["status"], citations=citations, pins=pins,
+                status=final["status"], citations=citations, related=related, pins=pins,
             )
         yield "done", {
             "message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations,
-            "dropped": final.get("dropped", 0),
+            "related": related, "dropped": final.get("dropped", 0),
         }

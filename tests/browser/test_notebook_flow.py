@@ -168,6 +168,25 @@ def test_create_ask_and_open_the_cited_page(service, open_page, shot, viewport: 
     expect(alone.locator(".textLayer mark.highlight").first).to_be_visible()
     standalone.close()
     if viewport == "desktop":
+        # A question whose words the DMCA summary shares but whose answer it lacks: refused, with
+        # where the notebook comes closest, each passage opening in the viewer like a citation.
+        composer.fill("How many euros is the fine for circumventing a technological measure in Germany?")
+        composer.press("Enter")
+        refusal = chat.locator("li.msg-assistant").last
+        expect(refusal).to_have_attribute("aria-busy", "false", timeout=60_000)
+        expect(refusal).to_have_class(re.compile(r"msg-no-evidence"))
+        expect(refusal.locator("ol.citations:not(.related)")).to_have_count(0)
+        expect(refusal.get_by_text("Related, but they do not answer this:")).to_be_visible()
+        closest = refusal.get_by_role("list", name="Related passages").get_by_role("link").first
+        expect(closest).to_have_text(re.compile(r"^DMCA summary · p\. \d+"))
+        expect(closest).to_have_attribute("aria-label", re.compile(r"^Related passage 1: DMCA summary"))
+        closest.click()
+        expect(viewer).to_have_attribute("data-state", "ready", timeout=60_000)
+        expect(viewer.locator(".viewer-title")).to_contain_text("DMCA summary")
+        page.get_by_role("dialog", name="Cited evidence").get_by_role("button", name="Close").click()
+        page.reload()
+        expect(page.locator("#panel-chat li.msg-assistant").last.get_by_role("list", name="Related passages")
+               .get_by_role("link").first).to_have_text(re.compile(r"^DMCA summary · p\. \d+"))
         page.get_by_role("navigation", name="Main").get_by_role("link", name="Library").click()
         expect(page.get_by_role("row", name=re.compile(r"Law and topology \(desktop\)"))).to_contain_text("Ready")
         shot(page, "library")

@@ -96,6 +96,31 @@ def test_a_question_the_sources_do_not_answer_is_refused(world) -> None:
     assert done["status"] == "no_evidence" and done["citations"] == []
 
 
+def test_a_refusal_lists_the_closest_passages_as_related(world) -> None:
+    """The words overlap the DMCA summary, the answer is not in it: the refusal names where the
+    notebook comes closest (the best passage of each document, best first), each opening like a
+    citation, and the transcript keeps them."""
+    d, _, notebook_id = world
+    question = "How many euros is the fine for circumventing a technological measure in Germany?"
+    _, events = d.api.chat({"notebook_id": notebook_id, "message": question})
+    done = done_of(events)
+    assert done["status"] == "no_evidence" and done["citations"] == []
+    related = done["related"]
+    assert 1 <= len(related) <= 3 and related[0]["resource_id"] == "dmca"
+    assert len({passage["resource_id"] for passage in related}) == len(related)
+    for passage in related:
+        assert "quote" not in passage and passage["locator"].get("section") != "references"
+        evidence = d.api.get(f"/api/notebooks/{notebook_id}/evidence/{passage['chunk_id']}", revision=passage["revision_id"])
+        assert evidence.status_code == 200 and evidence.json()["cite"] == passage["cite"]
+    assert "circumvent" in d.api.get(
+        f"/api/notebooks/{notebook_id}/evidence/{related[0]['chunk_id']}", revision=related[0]["revision_id"]
+    ).json()["text"].lower()
+    stored = d.api.get(f"/api/notebooks/{notebook_id}/conversation").json()["messages"]
+    assert stored[-1]["id"] == done["message_id"] and stored[-1]["related"] == related
+    answered = d.api.chat({"notebook_id": notebook_id, "message": FACT_QUESTION})[1]
+    assert done_of(answered)["status"] == "answered" and done_of(answered)["related"] == []
+
+
 def test_forged_context_is_ignored_or_rejected(world) -> None:
     d, _, notebook_id = world
     active = d.api.get(f"/api/notebooks/{notebook_id}").json()["active_revision"]["id"]

@@ -183,15 +183,24 @@ export class ChatPanel {
             citation.quote ? h("q", { class: "muted" }, citation.quote.length > QUOTE_PREVIEW ? `${citation.quote.slice(0, QUOTE_PREVIEW)}…` : citation.quote) : null))),
       );
     }
+    const related = message.status === "no_evidence" ? message.related || [] : [];
+    if (related.length) {
+      item.append(
+        h("p", { class: "related-note muted" }, "Related, but they do not answer this:"),
+        h("ul", { class: "citations related", "aria-label": "Related passages" }, ...related.map((passage, index) =>
+          h("li", {}, this.citationLink(passage, index + 1, `${passage.title} · ${locatorLabel(passage.locator)}`, "Related passage")))),
+      );
+    }
   }
 
-  citationLink(citation, number, text) {
+  /** `kind` names the link for screen readers: a citation, or a related passage under a refusal. */
+  citationLink(citation, number, text, kind = "Citation") {
     const web = isWebCitation(citation);
     const link = h("a", {
       class: "cite",
       href: citationHref(citation),
       "data-citation": String(number),
-      "aria-label": `Citation ${number}: ${citation.title}, ${locatorLabel(citation.locator)}${web ? " (opens the web page in a new tab)" : ""}`,
+      "aria-label": `${kind} ${number}: ${citation.title}, ${locatorLabel(citation.locator)}${web ? " (opens the web page in a new tab)" : ""}`,
       target: web ? "_blank" : null,
       rel: web ? "noopener noreferrer" : null,
     }, text);
@@ -318,7 +327,10 @@ class StreamingTurn {
   done(data) {
     if (this.ended) return;
     this.ended = true;
-    const answer = { id: data.message_id, role: "assistant", author: null, text: data.text, status: data.status, citations: data.citations };
+    const answer = {
+      id: data.message_id, role: "assistant", author: null, text: data.text, status: data.status,
+      citations: data.citations, related: data.related,
+    };
     this.item.replaceChildren(h("p", { class: "msg-author" }, "Notebook"));
     this.item.classList.remove("streaming");
     this.chat.fillAnswer(this.item, answer);
