@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import numpy as np
@@ -291,6 +291,15 @@ def _p(values: list[float], q: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(q) - 1] * 1000
 
 
+def print_table(caption: str, columns: list[str], rows: Iterable[str]) -> None:
+    """A Markdown table under ``caption``, each row printed as soon as it is measured."""
+    print(f"\n{caption}\n")
+    print("| " + " | ".join(columns) + " |")
+    print("|" + "---|" * len(columns))
+    for row in rows:
+        print(row, flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="10000,100000,1000000", help="notebook sizes in chunks, comma-separated")
@@ -316,24 +325,26 @@ def main() -> None:
             cells = " | ".join(f"{_p(seconds[name], 50):.1f} / {_p(seconds[name], 95):.1f}" for name in seconds)
             print(f"| {size} | {stored:.0f} | {cells} | {first['seconds']:.2f} | {first['rss_growth_mb']:.0f} "
                   f"| {mapped['seconds']:.2f} | {mapped['rss_growth_mb']:.0f} | {writing:.1f} |", flush=True)
-        print("\nThe approximate index (storage/vector_index.py) against exact search, on the same notebooks "
-              "(p50 / p95 ms, warm; cold: a fresh process, files and index mapped)\n")
-        print("| chunks | writing files + index (s) | index (MB) | vectors, exact | vectors, index | hybrid, exact "
-              "| hybrid, index | recall@50 | hybrid top-10 as exact | cold first search (s) | RSS growth (MB) |")
-        print("|---|---|---|---|---|---|---|---|---|---|---|")
-        for size, (database, notebook_id) in databases.items():
-            print(approximate_row(database, notebook_id, queries, Path(tmp) / f"index-{size}", size), flush=True)
+        print_table(
+            "The approximate index (storage/vector_index.py) against exact search, on the same notebooks "
+            "(p50 / p95 ms, warm; cold: a fresh process, files and index mapped)",
+            ["chunks", "writing files + index (s)", "index (MB)", "vectors, exact", "vectors, index", "hybrid, exact",
+             "hybrid, index", "recall@50", "hybrid top-10 as exact", "cold first search (s)", "RSS growth (MB)"],
+            (approximate_row(database, notebook_id, queries, Path(tmp) / f"index-{size}", size)
+             for size, (database, notebook_id) in databases.items()),
+        )
+        print_table(
+            "A revision's own full-text index (storage/lexical_index.py) against the main table, on the same "
+            "notebooks (p50 / p95 ms, warm)",
+            ["chunks", "writing it (s)", "file (MB)", "FTS5 in revision", "FTS5 own index", "hybrid, main table",
+             "hybrid, own index", "hybrid top-10 as the main table's"],
+            (lexical_row(database, notebook_id, queries, Path(tmp) / f"lexical-{size}", size)
+             for size, (database, notebook_id) in databases.items()),
+        )
         big, _ = databases[max(sizes)]
         alone_db = Path(tmp) / "small-alone.sqlite3"
         alone_id, _ = build(alone_db, args.small, first_passage=5000)
         inside_id, _ = build(big, args.small, first_passage=5000)
-        print("\nA revision's own full-text index (storage/lexical_index.py) against the main table, on the same "
-              "notebooks (p50 / p95 ms, warm)\n")
-        print("| chunks | writing it (s) | file (MB) | FTS5 in revision | FTS5 own index | hybrid, main table "
-              "| hybrid, own index | hybrid top-10 as the main table's |")
-        print("|---|---|---|---|---|---|---|---|")
-        for size, (database, notebook_id) in databases.items():
-            print(lexical_row(database, notebook_id, queries, Path(tmp) / f"lexical-{size}", size), flush=True)
         print(f"\nA {args.small}-chunk notebook alone, and inside the {max(sizes)}-chunk instance (ms); "
               "\"own\": the revision's own full-text index\n")
         print("| where | hybrid, main table | hybrid, own index | FTS5 in revision | FTS5 before | FTS5 own index "

@@ -17,16 +17,10 @@ from storage.retrieval import CANDIDATES, Retriever
 from storage.vector_cache import VectorCache
 from storage.vector_files import VectorFiles
 from support.stored_notebooks import EMBEDDER, stored_notebook
+from test_search_scope import QUESTIONS as SCOPE_QUESTIONS
 
-QUESTIONS = (
-    "What does the DMCA say about circumvention of technological measures?",
-    "Who is liable for copyright infringement by online service providers?",
-    "How does TraceMonkey record traces of hot loops?",
-    "What is a trace tree and how are nested loops handled?",
-    "type specialization of JavaScript values",
-    "How long is the term of protection for vessel hull designs?",
-    "safe harbor",
-)
+# The scope test's questions, and one whose two words are common in the DMCA summary.
+QUESTIONS = (*SCOPE_QUESTIONS, "safe harbor")
 
 
 @pytest.fixture()
