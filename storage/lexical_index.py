@@ -26,6 +26,7 @@ from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_
 log = logging.getLogger(__name__)
 
 FILE = "lexical.sqlite3"
+_DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CANTOPEN"})
 # chunks_fts's tokenizer (alembic 0009): both indexes must agree on what a word is.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
 
@@ -73,6 +74,12 @@ def write(session: Session, revision_id: str, path: Path) -> int:
         return int(count)
     finally:
         connection.close()
+
+
+def unreadable(error: sqlite3.DatabaseError) -> bool:
+    """Whether ``error`` says the file itself is damaged or not an index (so it should be written
+    again), rather than that one query failed."""
+    return getattr(error, "sqlite_errorname", None) in _DAMAGED or "no such table" in str(error)
 
 
 def candidates(

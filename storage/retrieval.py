@@ -125,13 +125,14 @@ class Retriever:
         self, session: Session, notebook: Notebook, revision_id: str, match: str, members: set[str]
     ) -> list[evidence.Candidate]:
         """The revision's best ``CANDIDATES`` for ``match``: from its own index when it has one
-        (statistics of its rows only), else from the main table. An unreadable file is removed, so
-        that the sweeper has the coordinator write it again, and the main table answers meanwhile."""
+        (statistics of its rows only), else from the main table, which also answers when the file
+        fails. A damaged file is removed, so that the sweeper has the coordinator write it again."""
         path = self.lexical_files(revision_id, self.embedder)
         if path is not None:
             try:
                 return lexical_index.candidates(path, match, CANDIDATES, members.__contains__)
             except sqlite3.DatabaseError as err:
-                log.warning("searching revision %s in the main index: its own is unreadable: %s", revision_id, err)
-                path.unlink(missing_ok=True)
+                log.warning("searching revision %s in the main index: its own failed: %s", revision_id, err)
+                if lexical_index.unreadable(err):
+                    path.unlink(missing_ok=True)
         return evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)

@@ -122,3 +122,26 @@ def test_the_file_uses_the_main_tables_tokenizer(db: Database, tmp_path: Path) -
     assert f"tokenize='{lexical_index.TOKENIZER}'" in schema
     assert "revision_id, context, text" in schema
 
+
+
+def test_only_a_damaged_file_is_removed(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query the file cannot run is answered by the main table and the file is kept; a file that
+    is not an index (here: an empty database) is removed, to be written again."""
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, "failing", ("dmca.pdf",))
+    revision_id = _ensure(db, notebook_id, files)
+    path = files.lexical_file(revision_id, EMBEDDER)
+    assert path is not None
+    expected = _search(db, notebook_id, None)
+
+    def busy(*args: object) -> None:
+        raise sqlite3.OperationalError("interrupted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(lexical_index, "candidates", busy)
+        assert _search(db, notebook_id, files) == expected
+    assert files.lexical_file(revision_id, EMBEDDER) == path
+    path.unlink()
+    sqlite3.connect(path).close()  # a database without the index's tables
+    assert _search(db, notebook_id, files) == expected
+    assert files.lexical_file(revision_id, EMBEDDER) is None
