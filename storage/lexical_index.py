@@ -13,7 +13,6 @@ place, never changed, deleted with its revision's folder, left out of backups.
 """
 from __future__ import annotations
 
-import logging
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +21,6 @@ from urllib.parse import quote
 from sqlalchemy.orm import Session
 
 from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_columns
-
-log = logging.getLogger(__name__)
 
 FILE = "lexical.sqlite3"
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CANTOPEN"})
@@ -54,7 +51,7 @@ def write(session: Session, revision_id: str, path: Path) -> int:
     """Write the index of the rows ``revision_id`` serves to ``path`` (a new file); their count.
 
     The rows are copied inside SQLite (the database attached), not through Python: 100k chunks
-    take ~8 s, most of it FTS5 tokenising them.
+    take 5-8 s, most of it FTS5 tokenising them.
     """
     database = session.get_bind().url.database
     connection = sqlite3.connect(path)
