@@ -10,16 +10,25 @@ printed in capitals on the first page is not its running header in mixed case.
 The numbers in a running line are the printed page numbers when one of them follows the physical
 page at a constant offset ("47699" on the second page of a Federal Register notice): those become
 page labels, for documents that define none.
+
+A scan's own OCR layer misreads a running line now and then ("THE SIEGE OF VICKSBUEG"): an edge
+line within ``MISREAD_SIMILARITY`` of a running line counts as that line.
 """
 from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from difflib import SequenceMatcher
 from dataclasses import dataclass
 
 EDGE_LINES = 6
 MIN_PAGES = 3
 MAX_FURNITURE_CHARS = 160
+# How far a printed page number may stray from the document's usual offset and still be the
+# page's label: a scan missing or repeating a page or two; farther is a number in the heading.
+LABEL_DRIFT = 3
+# A misread running line: a character or two in twenty differ (SequenceMatcher's ratio).
+MISREAD_SIMILARITY = 0.9
 _DIGITS = re.compile(r"\d+")
 _NUMBER = re.compile(r"(?<![\d.,])\d{1,6}(?![\d.,]\d)")
 _EDGE_PUNCTUATION = " \t-–—|/·.:"
@@ -59,6 +68,7 @@ def remove_running_lines(pages: dict[int, str]) -> CleanPages:
             seen_on[key].add(page)
     needed = max(MIN_PAGES, (len(pages) + 1) // 2)
     running = {key for key, on in seen_on.items() if len(on) >= needed}
+    candidates = {page: _as_running(keys, running) for page, keys in candidates.items()}
     texts: dict[int, str] = {}
     numbers: dict[str, dict[int, list[int]]] = defaultdict(dict)
     for page, lines in split.items():
@@ -69,17 +79,44 @@ def remove_running_lines(pages: dict[int, str]) -> CleanPages:
     return CleanPages(texts, _printed_labels(numbers, list(pages)))
 
 
+def _as_running(keys: dict[int, str], running: set[str]) -> dict[int, str]:
+    """``keys`` with each near miss of a running line replaced by that line's key."""
+    return {index: key if key in running else _misread_of(key, running) or key for index, key in keys.items()}
+
+
+def _misread_of(key: str, running: set[str]) -> str | None:
+    """The running line ``key`` is a misreading of, if any; lengths are compared first because
+    most edge lines are body text of another length and the ratio is the costly part."""
+    for line in running:
+        if abs(len(line) - len(key)) <= 2 and SequenceMatcher(None, line, key).ratio() >= MISREAD_SIMILARITY:
+            return line
+    return None
+
+
 def _printed_labels(numbers: dict[str, dict[int, list[int]]], pages: list[int]) -> dict[int, str]:
-    """Labels from the one offset (printed minus physical) that a running line's numbers keep on
-    at least half of its pages; none when the printed numbers are the physical ones."""
-    best: tuple[int, int] | None = None  # (pages agreeing, offset)
+    """Labels from the running line whose numbers keep one offset (printed minus physical) on at
+    least half of its pages; none when the printed numbers are the physical ones.
+
+    A page keeps the number it prints when that is within ``LABEL_DRIFT`` of the offset's guess
+    (a scan that skips or repeats a page shifts the offset from there on); a page that prints
+    none gets the guess.
+    """
+    best: tuple[int, int, dict[int, list[int]]] | None = None  # (pages agreeing, offset, numbers by page)
     for on_pages in numbers.values():
         offsets = Counter(n - page for page, found in on_pages.items() for n in set(found))
         if not offsets:
             continue
         offset, agreeing = offsets.most_common(1)[0]
         if agreeing >= max(MIN_PAGES, (len(on_pages) + 1) // 2) and (best is None or agreeing > best[0]):
-            best = (agreeing, offset)
-    if best is None or best[1] == 0:
+            best = (agreeing, offset, on_pages)
+    if best is None:
         return {}
-    return {page: str(page + best[1]) for page in pages if page + best[1] >= 1}
+    _, offset, printed = best
+    labels: dict[int, str] = {}
+    for page in pages:
+        guess = page + offset
+        near = [n for n in printed.get(page, []) if abs(n - guess) <= LABEL_DRIFT]
+        label = min(near, key=lambda n: abs(n - guess)) if near else guess
+        if label >= 1:
+            labels[page] = str(label)
+    return {} if all(label == str(page) for page, label in labels.items()) else labels

@@ -95,3 +95,10 @@ def test_captions_and_table_of_contents_lines_are_never_quoted() -> None:
     assert [quote.evidence.chunk_id for quote in select_quotes(question, evidence, ExtractiveSettings())] == ["ch_body"]
     assert select_quotes(question, evidence[:2], ExtractiveSettings()) == []
     assert not not_a_claim("Table 3 shows that the tracing compiler is faster on loops.")
+
+
+def test_a_scan_that_skips_a_page_keeps_the_number_each_page_prints(corpus_dir: Path) -> None:
+    """The Vicksburg sample prints 49, 50, 52, 53, 54, 55 (its scan has no page 51): each page's
+    label is the number it prints, not the physical page plus the commonest offset."""
+    vicksburg = _extracted(corpus_dir, "Seige_of_Vicksburg_Sample_OCR.pdf")
+    assert [s.locator["page_label"] for s in vicksburg.segments] == ["49", "50", "52", "53", "54", "55"]
