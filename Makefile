@@ -3,8 +3,11 @@
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
+# easyocr's torch pair, as pinned in pyproject.toml's easyocr extra: pip installs it first because
+# pip finds it in a machine's local wheel store where one exists, and uv never looks there.
+TORCH_PAIR := torch==2.14.1 torchvision==0.29.1
 
-.PHONY: run test install install-test system-deps bench clean
+.PHONY: run test install install-test install-easyocr system-deps bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,16 +21,23 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/uv pip install --python $(BIN)/python -q -e '.[test]'
 	touch $@ $(VENV)/.installed
 
+$(VENV)/.installed-easyocr: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q $(TORCH_PAIR)
+	$(BIN)/uv pip install --python $(BIN)/python -q -e '.[easyocr]'
+	touch $@
+
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
+install-easyocr: $(VENV)/.installed-easyocr
 
 system-deps:
-	bash scripts/system-deps.sh
+	bash scripts/system-deps.sh test
 
 run: install
+	bash scripts/system-deps.sh run
 	$(BIN)/gnosi serve
 
-test: install-test system-deps
+test: install-test install-easyocr system-deps
 	$(BIN)/python -m pytest -q
 
 clean:

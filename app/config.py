@@ -13,6 +13,7 @@ from pathlib import Path
 
 from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
+from pipeline.ocr.settings import ENGINE_CHOICES, OcrSettings
 
 # The extraction caps' and chunking defaults live with them (their modules say why).
 # The embedded broker's URL scheme: kombu's SQLAlchemy transport with a cheaper poll
@@ -21,6 +22,7 @@ EMBEDDED_BROKER_SCHEME = "gnosi-sqlite"
 LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("info", "debug", "warning", "error")
 _EXTRACT = ExtractLimits()
+_OCR = OcrSettings()
 _CHUNKS = ChunkSettings()
 
 
@@ -128,6 +130,14 @@ class Settings:
                 max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
                 memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
                 timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+                ocr=OcrSettings(
+                    engine=_choice(env, "GNOSI_OCR_ENGINE", ENGINE_CHOICES),
+                    dpi=_int(env, "GNOSI_OCR_DPI", _OCR.dpi),
+                    max_pixels=_int(env, "GNOSI_OCR_MAX_PIXELS", _OCR.max_pixels),
+                    max_pages=_int(env, "GNOSI_OCR_MAX_PAGES", _OCR.max_pages),
+                    page_timeout_seconds=_int(env, "GNOSI_OCR_PAGE_TIMEOUT_SECONDS", _OCR.page_timeout_seconds),
+                    memory_mb=_int(env, "GNOSI_OCR_MEMORY_MB", _OCR.memory_mb),
+                ),
             ),
             chunking=ChunkSettings(
                 max_chars=_int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars),

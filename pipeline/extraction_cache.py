@@ -24,8 +24,8 @@ from pipeline.extractors.limits import ExtractLimits
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "2"  # 2: PDFs lose running headers/footers, mark reference lists
-_LIBRARIES = ("pypdfium2", "trafilatura", "lxml")
+EXTRACTORS_VERSION = "3"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR
+_LIBRARIES = ("pypdfium2", "trafilatura", "lxml", "pillow")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.
 _COMPRESSION = 1
@@ -65,6 +65,7 @@ def encode(extraction: Extraction) -> bytes:
         "page_count": extraction.page_count,
         "pages_needing_ocr": extraction.pages_needing_ocr,
         "truncated_pages": extraction.truncated_pages,
+        "ocr_errors": extraction.ocr_errors,
         "segments": [[segment.text, segment.locator] for segment in extraction.segments],
     }
     return zlib.compress(json.dumps(document, ensure_ascii=False).encode(), _COMPRESSION)
@@ -86,6 +87,7 @@ def decode(data: bytes, *, max_bytes: int) -> Extraction:
             page_count=document["page_count"],
             pages_needing_ocr=list(document["pages_needing_ocr"]),
             truncated_pages=list(document["truncated_pages"]),
+            ocr_errors=list(document.get("ocr_errors", [])),
         )
     except (zlib.error, ValueError, KeyError, TypeError) as err:
         raise PipelineError("EXTRACTION_INVALID", f"A cached extraction could not be read: {err}") from None

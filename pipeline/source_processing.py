@@ -20,6 +20,9 @@ from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
 from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
+from pipeline.ocr.locators import chunk_locator
+from pipeline.ocr.reading import BeforePage, read_missing_pages
+from pipeline.ocr.unread import unread_reason
 from pipeline.types import Extraction, PipelineError, SourceRef
 
 
@@ -104,13 +107,15 @@ def read_source(
     return ReadSource(fetched.content, content_hash, inputs, {"content_hash": content_hash, **web})
 
 
-def extract_read(read: ReadSource, limits: ExtractLimits) -> Extraction:
-    """The located text of what ``read_source`` read (in the decoder helper, within ``limits``)."""
+def extract_read(read: ReadSource, limits: ExtractLimits, *, before_page: BeforePage | None = None) -> Extraction:
+    """The located text of what ``read_source`` read (in the decoder helper, within ``limits``),
+    with OCR of the pages that have no text layer (``before_page`` hears of each one first)."""
     inputs = read.inputs
-    return extract(
+    extraction = extract(
         read.data, filename=inputs.filename, mime=inputs.mime, url=inputs.url,
         declared_charset=inputs.declared_charset, limits=limits,
     )
+    return read_missing_pages(read.data, extraction, limits, before_page=before_page)
 
 
 def chunk_extraction(
@@ -136,13 +141,8 @@ def chunk_extraction(
         "pages_needing_ocr": extraction.pages_needing_ocr,
     }
     if not extraction.segments:
-        if extraction.pages_needing_ocr:
-            pages = len(extraction.pages_needing_ocr)
-            return SourceResult(
-                source_id, "error", "NEEDS_OCR",
-                f"{pages} page(s) have no text layer and OCR is not available yet.", meta,
-            )
-        return SourceResult(source_id, "error", "NO_TEXT", "No text could be extracted.", meta)
+        code, message = unread_reason(extraction, limits.ocr) or ("NO_TEXT", "No text could be extracted.")
+        return SourceResult(source_id, "error", code, message, meta)
 
     # Chunk ids hash the content *and* the source's identity: the same file attached to two
     # records must not produce colliding ids inside one revision.
@@ -150,10 +150,12 @@ def chunk_extraction(
     chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()), settings=chunking)
     vectors = embedder.embed([chunk.text for chunk in chunks])
     rows = [
-        {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk.locator}
+        {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk_locator(chunk.locator)}
         for chunk in chunks
     ]
-    note_code, note = truncation_note(extraction.truncated_pages, limits) or (None, None)
+    note_code, note = (
+        truncation_note(extraction.truncated_pages, limits) or unread_reason(extraction, limits.ocr) or (None, None)
+    )
     meta["chunking"] = chunking.recipe(embedder.name)
     return SourceResult(
         source_id, "extracted", note_code, note, meta=meta, evidence=evidence_of(embedder.name, rows, vectors)

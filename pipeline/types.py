@@ -52,6 +52,8 @@ class Extraction:
     pages_needing_ocr: list[int] = field(default_factory=list)
     # Pages cut at the per-page character cap (pipeline.extractors.limits), reported to the reader.
     truncated_pages: list[int] = field(default_factory=list)
+    # Pages OCR could not read: {"page", "code", "message"} each (pipeline.ocr.reading).
+    ocr_errors: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -66,6 +68,7 @@ class Extraction:
             page_count=data.get("page_count"),
             pages_needing_ocr=list(data.get("pages_needing_ocr", [])),
             truncated_pages=list(data.get("truncated_pages", [])),
+            ocr_errors=list(data.get("ocr_errors", [])),
         )
 
 

@@ -229,6 +229,7 @@ def _count_progress(session: Session, job: Job) -> None:
     ).all()
     job.done = job.total - len(set(waiting))
     job.current_resource_id = waiting[0] if waiting else None
+    job.activity = None
 
 
 def _keep_last_check(session: Session, notebook: Notebook, source: Source) -> None:

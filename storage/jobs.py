@@ -179,6 +179,7 @@ def transition(session: Session, job_id: str, from_states: tuple[str, ...], to_s
     if to_state in ("succeeded", "failed", "cancelled"):
         values.setdefault("finished_at", utcnow())
         values.setdefault("current_resource_id", None)
+        values.setdefault("activity", None)
     return bool(
         session.execute(
             update(Job)

@@ -278,6 +278,8 @@ class Job(Scoped, Base):
     done: Mapped[int] = mapped_column(Integer, default=0)
     total: Mapped[int] = mapped_column(Integer, default=0)
     current_resource_id: Mapped[str | None] = mapped_column(String(500))
+    # What a worker reported doing on that resource ("OCR: page 12 of 40"), until its result.
+    activity: Mapped[str | None] = mapped_column(String(200))
     lease_owner: Mapped[str | None] = mapped_column(String(100))
     lease_expires_at: Mapped[datetime | None] = mapped_column(DateTime)
     attempts: Mapped[int] = mapped_column(Integer, default=0)

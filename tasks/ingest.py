@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import uuid
+from functools import partial
 from dataclasses import asdict, replace
 from datetime import timedelta
 from pathlib import PurePosixPath
@@ -188,12 +189,20 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     key = extraction_key(read.content_hash, read.inputs, limits)
     known_missing = order.get("cache_checked") and read.content_hash == order.get("content_hash")
     if known_missing or not api.has_extraction(key):
-        extraction = extract_read(read, limits)
+        extraction = extract_read(read, limits, before_page=partial(_reading_page, job_id, source_id))
         api.put_extraction(key, encode(extraction))
         _recent.clear()
         _recent[key] = extraction
         log.info("extractor read source %s: %d segments, cached as %s", source_id, len(extraction.segments), key)
     return _extracted(source_id, key, read.meta)
+
+
+def _reading_page(job_id: str, source_id: str, page: int, position: int, pages: int) -> None:
+    """Before each page OCR reads (seconds each): show which (and keep the job's lease), and stop
+    here when the job was cancelled."""
+    log.info("OCR of page %d (%d of %d)", page, position, pages)
+    if services().internal_api.report_activity(job_id, source_id, f"OCR: page {page} ({position} of {pages})") != "running":
+        raise PipelineError("JOB_CANCELLED", f"stopped before OCR of page {page} ({position} of {pages})")
 
 
 def _extracted(source_id: str, key: str, meta: dict[str, Any]) -> dict[str, Any]:

@@ -30,10 +30,12 @@ class InternalApi:
             transport=httpx.HTTPTransport(retries=CONNECT_RETRIES),
         )
 
-    def _send(self, method: str, path: str, body: bytes | None = None) -> httpx.Response:
+    def _send(
+        self, method: str, path: str, body: bytes | None = None, *, json: dict[str, str] | None = None
+    ) -> httpx.Response:
         headers = {"Content-Type": "application/octet-stream"} if body is not None else None
         try:
-            return self.client.request(method, path, content=body, headers=headers)
+            return self.client.request(method, path, content=body, json=json, headers=headers)
         except httpx.TransportError as err:
             raise InternalApiUnavailable(f"{self.base_url}: {err}") from err
 
@@ -62,6 +64,13 @@ class InternalApi:
         """Upload a source's evidence pack; PipelineError("JOB_CANCELLED" / "SOURCE_NOT_PENDING"
         / "EVIDENCE_TOO_LARGE" / "EVIDENCE_PACK_INVALID") when the instance will not take it."""
         self._raise_for(self._send("PUT", f"/internal/jobs/{job_id}/sources/{source_id}/evidence/{pack_id}", pack))
+
+    def report_activity(self, job_id: str, source_id: str, activity: str) -> str:
+        """Tell the instance what this worker is doing on a source (it extends the job's lease);
+        answers the job's state."""
+        response = self._send("POST", f"/internal/jobs/{job_id}/sources/{source_id}/activity", json={"activity": activity})
+        self._raise_for(response)
+        return response.json()["state"]
 
     def job_state(self, job_id: str) -> str:
         response = self._get(f"/internal/jobs/{job_id}")

@@ -10,6 +10,7 @@ Keep it as secret as the broker URL.
 from __future__ import annotations
 
 import hmac
+from datetime import timedelta
 
 from flask import Blueprint, request, send_file
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -42,6 +43,25 @@ def job_state(job_id: str):  # type: ignore[no-untyped-def]
         job = jobs.get(session, job_id)
         if job is None:
             raise ApiError(404, "JOB_NOT_FOUND", "No such job.")
+        return {"id": job.id, "state": job.state}
+
+
+@bp.post("/jobs/<job_id>/sources/<source_id>/activity")
+def report_activity(job_id: str, source_id: str):  # type: ignore[no-untyped-def]
+    """A worker says what it is doing on a source of a running job ("OCR: page 3 of 40"): shown
+    as the job's progress, and it extends the job's lease, since a long scan may be read for
+    longer than one lease without a result. Answers the job's state, which tells the worker in
+    the same round trip whether to go on."""
+    activity = str((request.get_json(silent=True) or {}).get("activity", ""))[:200] or None
+    svc = services()
+    with svc.db.session() as session:
+        job = jobs.get(session, job_id)
+        if job is None:
+            raise ApiError(404, "JOB_NOT_FOUND", "No such job.")
+        source = session.get(Source, source_id)
+        if job.state == "running" and source is not None and source.revision_id == job.revision_id:
+            job.current_resource_id, job.activity = source.resource_id, activity
+            jobs.heartbeat(session, job_id, timedelta(seconds=svc.settings.job_lease_seconds))
         return {"id": job.id, "state": job.state}
 
 

@@ -22,6 +22,7 @@ def job_json(job: Job | None) -> dict[str, Any] | None:
         "done": job.done,
         "total": job.total,
         "current_resource_id": job.current_resource_id,
+        "activity": job.activity,
         "rerun_requested": job.rerun_requested,
         "error": job.error,
         "created_at": iso(job.created_at),

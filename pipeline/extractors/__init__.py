@@ -4,6 +4,7 @@ Adding a format (OCR for images, audio transcription) means one new module with 
 subclass and one ``register`` line below; nothing else changes.
 """
 from pipeline.extractors.html import HtmlExtractor
+from pipeline.extractors.image import ImageExtractor
 from pipeline.extractors.pdf import PdfExtractor
 from pipeline.extractors.registry import extract, pick, register
 from pipeline.extractors.text import TextExtractor
@@ -11,5 +12,6 @@ from pipeline.extractors.text import TextExtractor
 register(PdfExtractor())
 register(HtmlExtractor())
 register(TextExtractor())
+register(ImageExtractor())
 
 __all__ = ["extract", "pick", "register"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pipeline.ocr.settings import OcrSettings
 from pipeline.types import PipelineError
 
 
@@ -36,6 +37,7 @@ class ExtractLimits:
     max_chars: int = 20_000_000
     memory_mb: int = 1_024
     timeout_seconds: int = 120
+    ocr: OcrSettings = OcrSettings()
 
 
 @dataclass

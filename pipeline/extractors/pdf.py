@@ -5,9 +5,7 @@ PDFium reads page text 55-200x faster than pdfplumber's ``extract_text`` and spa
 """
 from __future__ import annotations
 
-import os
 import re
-import threading
 from contextlib import closing
 
 import pypdfium2 as pdfium
@@ -17,20 +15,10 @@ from pipeline.extractors.base import Extractor, extension
 from pipeline.extractors.limits import CharBudget, ExtractLimits
 from pipeline.extractors.page_furniture import remove_running_lines
 from pipeline.extractors.reference_lists import mark_reference_lists
+from pipeline.pdfium_lock import PDFIUM_LOCK
 from pipeline.types import Extraction, PipelineError, Segment
 
 PDF_MIMES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
-
-# PDFium is not thread-safe, not even across different documents: every call into it from this
-# process goes through this lock, so a threaded worker pool cannot crash the interpreter.
-PDFIUM_LOCK = threading.Lock()
-# Extraction runs in a decoder helper forked from the worker (pipeline.sandbox), which serves one
-# request at a time, so the lock is uncontended there; it still guards every call made in-process.
-# Holding it across every fork means no other thread of a threaded worker is inside PDFium at that
-# instant, and the helper, whose only thread is the forking one, starts with the lock released.
-os.register_at_fork(
-    before=PDFIUM_LOCK.acquire, after_in_parent=PDFIUM_LOCK.release, after_in_child=PDFIUM_LOCK.release
-)
 
 # PDFium marks a hyphen it saw at a line end with U+FFFE and joins the lines itself.
 _MARKED_HYPHEN = re.compile("\ufffe(.?)", re.DOTALL)

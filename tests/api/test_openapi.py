@@ -322,6 +322,8 @@ def internal_tour(world, contract: Contract, source_id: str) -> None:  # type: i
     check, client = contract.check, world.client
     draft = running_draft(world)
     check(client.get(f"/internal/jobs/{draft.job_id}", headers=secret(world)), 200)
+    check(client.post(f"/internal/jobs/{draft.job_id}/sources/{draft.pending}/activity",
+                      json={"activity": "OCR: page 2 (2 of 9)"}, headers=secret(world)), 200)
     check(client.get(f"/internal/sources/{source_id}/content", headers=secret(world)), 200)
     check(client.put(f"/internal/jobs/{draft.job_id}/sources/{draft.pending}/evidence/{uuid.uuid4().hex}",
                      data=a_pack(), headers=secret(world), content_type="application/octet-stream"), 201)

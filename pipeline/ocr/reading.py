@@ -1,0 +1,111 @@
+"""The OCR pass of the extract step: read the pages an extractor found no text on.
+
+Each page is rendered (a PDF page) or decoded (an image frame) in the decoder helper under the
+extraction limits, then read by the configured engine in the OCR helper, a second helper process
+of the same kind (``pipeline.sandbox``) that keeps the engine loaded between pages and is killed
+when a page runs past ``page_timeout_seconds``. Pages go one at a time, so ``before_page`` can
+report which page is being read and stop the pass (a cancelled job) between pages.
+
+A page that cannot be read (too large, corrupt, timed out) is listed with its reason and the
+other pages still count; a source none of whose pages could be read fails with the first reason.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.ocr.engines import engine, missing, page_timeout
+from pipeline.ocr.lines import OcrPage
+from pipeline.ocr.locators import page_segment
+from pipeline.ocr.page_images import page_image
+from pipeline.sandbox import DecoderProcess, decoder
+from pipeline.sandbox.outcomes import MEMORY_LIMIT
+from pipeline.types import Extraction, PipelineError
+
+# The engine stays loaded in the helper (easyocr's start costs seconds), so the helper is not
+# replaced for the memory it keeps; it is replaced after this many pages, or when a page met the
+# memory limit, ran out of time or crashed.
+PAGES_PER_HELPER = 200
+_OCR_HELPER = DecoderProcess(max_requests=PAGES_PER_HELPER, restart_share=float("inf"))
+# The helper's own limit leaves the engine's page timeout room to fire first.
+_HELPER_GRACE_SECONDS = 5
+
+BeforePage = Callable[[int, int, int], None]  # (page number, its position from 1, pages to read)
+
+
+def read_page(engine_name: str, image: np.ndarray, timeout_seconds: float) -> OcrPage:
+    """What runs in the OCR helper: the page's lines by this process's instance of the engine."""
+    return engine(engine_name).read(image, timeout_seconds=timeout_seconds)
+
+
+def ocr_helper() -> DecoderProcess:
+    """This process's OCR helper (a benchmark reads its CPU clock and closes it)."""
+    return _OCR_HELPER
+
+
+def read_missing_pages(
+    data: bytes, extraction: Extraction, limits: ExtractLimits, *, before_page: BeforePage | None = None
+) -> Extraction:
+    """``extraction`` with the text of its pages that need OCR, when OCR is enabled and can run.
+
+    Pages left unread stay in ``pages_needing_ocr``, with their reasons in ``ocr_errors``.
+    """
+    settings = limits.ocr
+    pages = extraction.pages_needing_ocr
+    if not pages or not settings.enabled or missing(settings.engine):
+        return extraction
+    if len(pages) > settings.max_pages:
+        raise PipelineError(
+            "OCR_TOO_MANY_PAGES",
+            f"{len(pages):,} pages need OCR; at most {settings.max_pages:,} are read per source "
+            "(raise GNOSI_OCR_MAX_PAGES to read them).",
+        )
+    segments = list(extraction.segments)
+    unread: list[int] = []
+    errors: list[dict[str, object]] = []
+    for position, number in enumerate(pages, start=1):
+        if before_page is not None:
+            before_page(number, position, len(pages))
+        try:
+            page = _read(data, extraction.mime, number, limits)
+        except PipelineError as error:
+            unread.append(number)
+            errors.append({"page": number, "code": error.code, "message": error.message})
+            continue
+        if page.lines:
+            segments.append(page_segment(number, page))
+    segments.sort(key=lambda segment: segment.locator.get("page", 0))  # stable: a page's own order stays
+    return replace(extraction, segments=segments, pages_needing_ocr=unread, ocr_errors=errors)
+
+
+def _read(data: bytes, mime: str, number: int, limits: ExtractLimits) -> OcrPage:
+    settings = limits.ocr
+    image = decoder().run(
+        partial(page_image, data, mime, number, dpi=settings.dpi, max_pixels=settings.max_pixels),
+        memory_mb=limits.memory_mb,
+        timeout_seconds=limits.timeout_seconds,
+    )
+    try:
+        return _OCR_HELPER.run(
+            partial(read_page, settings.engine, image, settings.page_timeout_seconds),
+            memory_mb=settings.memory_mb,
+            timeout_seconds=settings.page_timeout_seconds + _HELPER_GRACE_SECONDS,
+        )
+    except PipelineError as error:
+        raise _named_for_ocr(error, limits) from None
+
+
+def _named_for_ocr(error: PipelineError, limits: ExtractLimits) -> PipelineError:
+    """The helper's limits, named by the OCR settings that move them."""
+    if error.code == "EXTRACT_TIMEOUT":
+        return page_timeout(limits.ocr.page_timeout_seconds)
+    if error.code == MEMORY_LIMIT:
+        return PipelineError(
+            "OCR_MEMORY_LIMIT",
+            f"OCR of the page needed more than {limits.ocr.memory_mb:,} MB (raise GNOSI_OCR_MEMORY_MB).",
+        )
+    return error

@@ -1,0 +1,56 @@
+"""OCR in the extract step of the real chain: the job names the page being read (its worker
+reports it through the internal API, which also keeps the job's lease), and a cancel lands
+between pages, so a long scan stops within one page of it."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import pytest
+
+from pipeline.ocr.engines import missing
+from steps.test_task_contract import calling_first, cancel_active_jobs, ingest, wrap
+from storage.models import Job
+from support.services import require
+
+if TYPE_CHECKING:
+    from steps.conftest import Instance, Lab
+
+# multipage.pdf: six scanned pages, of which the fourth has a little text of its own
+SCAN_PAGES = [1, 2, 3, 5, 6]
+
+
+@pytest.fixture
+def scan_instance(lab: Lab, launch: Callable[..., Instance]) -> Instance:
+    require(missing("tesseract") is None, f"tesseract: {missing('tesseract')}")
+    lab.vault.pdf_record("scan", "multipage.pdf", title="Six scanned pages")
+    return launch(GNOSI_OCR_DPI="150")  # the engine reads as well; the test waits less
+
+
+def _activity(instance: Instance) -> list[str | None]:
+    return instance.read(lambda session: [job.activity for job in session.query(Job).filter(Job.state == "running")])
+
+
+def test_the_job_names_the_page_being_read(scan_instance: Instance, monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[str | None]] = []
+    wrap(monkeypatch, "pipeline.ocr.reading._read", calling_first(lambda: seen.append(_activity(scan_instance))))
+    notebook_id, job = ingest(scan_instance, ["scan"])
+    assert job.state == "succeeded", job.error
+    assert seen == [[f"OCR: page {page} ({position} of 5)"] for position, page in enumerate(SCAN_PAGES, start=1)]
+    assert job.activity is None, "cleared with the source's result"
+    [source] = scan_instance.sources(scan_instance.notebook(notebook_id).active_revision_id)
+    assert source.state == "available" and source.pages_needing_ocr == []
+
+
+def test_a_cancel_stops_a_scan_between_pages(scan_instance: Instance, monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[int] = []
+
+    def before_read() -> None:
+        read.append(len(read) + 1)
+        if len(read) == 2:
+            assert cancel_active_jobs(scan_instance) == ["cancelling"]
+
+    wrap(monkeypatch, "pipeline.ocr.reading._read", calling_first(before_read))
+    _, job = ingest(scan_instance, ["scan"])
+    assert job.state == "cancelled", job.error
+    assert read == [1, 2], "pages were read after the cancel"

@@ -1,0 +1,194 @@
+"""OCR with the real engines and their real models on corpus scans and images: text, orientation,
+boxes, and the bounded errors of bombs, corrupt images and pages that take too long."""
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from pipeline.embedder import HashingEmbedder
+from pipeline.extraction_cache import attachment_inputs
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.fetch import FetchPolicy
+from pipeline.ocr.engines import missing
+from pipeline.ocr.reading import ocr_helper
+from pipeline.ocr.settings import OcrSettings
+from pipeline.source_processing import ReadSource, extract_read, process_source
+from pipeline.types import SourceRef
+from support.ocr_truth import character_accuracy, truth_pages
+from support.services import require
+
+ENGINES = ("tesseract", "easyocr")
+LINN = truth_pages()[0].truth
+OCR_TEST_TRUTH = truth_pages()[-1].truth
+
+
+def _limits(engine: str, **ocr: object) -> ExtractLimits:
+    return ExtractLimits(ocr=replace(OcrSettings(engine=engine), **ocr))
+
+
+def _extract(path: Path, limits: ExtractLimits, data: bytes | None = None):
+    data = path.read_bytes() if data is None else data
+    return extract_read(ReadSource(data, "hash", attachment_inputs(path.name), {}), limits)
+
+
+def _require(engine: str) -> None:
+    require(missing(engine) is None, f"OCR engine {engine}: {missing(engine)}")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_ocr_helper():
+    """Each test's engine starts in a helper of its own, ended afterwards."""
+    ocr_helper().close()
+    yield
+    ocr_helper().close()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_image_only_pdf_page_is_read_with_its_boxes(engine, corpus_dir):
+    _require(engine)
+    seen: list[tuple[int, int, int]] = []
+    extraction = extract_read(
+        ReadSource((corpus_dir / "pdf" / "ocr_test.pdf").read_bytes(), "h", attachment_inputs("ocr_test.pdf"), {}),
+        _limits(engine),
+        before_page=lambda *page: seen.append(page),
+    )
+    assert seen == [(1, 1, 1)]
+    assert extraction.pages_needing_ocr == [] and extraction.ocr_errors == []
+    [segment] = extraction.segments
+    assert character_accuracy(segment.text, OCR_TEST_TRUTH) > 0.95
+    assert segment.locator["page"] == 1 and segment.locator["ocr"] == engine
+    spans = segment.locator["ocr_lines"]
+    assert spans and all(0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 for _, _, x0, y0, x1, y1 in spans)
+    assert [segment.text[int(start):int(end)] for start, end, *_ in spans] == segment.text.split("\n")
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_an_image_file_is_read(engine, corpus_dir):
+    _require(engine)
+    extraction = _extract(corpus_dir / "images" / "english.png", _limits(engine))
+    assert extraction.mime == "image/png" and extraction.page_count == 1
+    assert character_accuracy(extraction.segments[0].text, truth_pages()[6].truth) > 0.9
+
+
+def test_tesseract_reads_every_page_of_the_turned_pdf(corpus_dir):
+    """cardinal.pdf holds the same brochure turned 0, 90, 180 and 270 degrees; each page reads
+    as the brochure, and the title's box sits where the turned page shows it."""
+    _require("tesseract")
+    extraction = _extract(corpus_dir / "pdf" / "cardinal.pdf", _limits("tesseract"))
+    assert [segment.locator["page"] for segment in extraction.segments] == [1, 2, 3, 4]
+    for segment in extraction.segments:
+        assert character_accuracy(segment.text, LINN) > 0.95, segment.locator["page"]
+    title_boxes = [segment.locator["ocr_lines"][0][2:] for segment in extraction.segments]
+    centres = [((x0 + x1) / 2, (y0 + y1) / 2) for x0, y0, x1, y1 in title_boxes]
+    assert centres[0][1] < 0.1 and centres[1][0] > 0.9 and centres[2][1] > 0.9 and centres[3][0] < 0.1
+
+
+def test_easyocr_reads_every_page_of_the_turned_pdf(corpus_dir):
+    """easyocr settles each page's orientation itself (at 100 dpi to keep CI within budget)."""
+    _require("easyocr")
+    extraction = _extract(corpus_dir / "pdf" / "cardinal.pdf", _limits("easyocr", dpi=100))
+    assert [segment.locator["page"] for segment in extraction.segments] == [1, 2, 3, 4]
+    for segment in extraction.segments:
+        assert "LinnSequencer" in segment.text and "32 Track MIDI Sequence Recorder" in segment.text
+        assert character_accuracy(segment.text, LINN) > 0.5  # its reading order mixes the two columns
+
+
+def test_chunks_of_a_scan_cite_their_page_and_the_boxes_of_their_lines(corpus_dir, tmp_path):
+    _require("tesseract")
+    path = corpus_dir / "pdf" / "cardinal.pdf"
+    result = process_source(
+        "s1", SourceRef("r1", "files", "attachment", "cardinal.pdf"),
+        read_attachment=lambda: (path.read_bytes(), path.name),
+        policy=FetchPolicy(), embedder=HashingEmbedder(), limits=_limits("tesseract"),
+    )
+    assert result.status == "extracted" and result.error_code is None
+    rows = result.evidence.chunks
+    assert {row["locator"]["page"] for row in rows} == {1, 2, 3, 4}
+    for row in rows:
+        locator = row["locator"]
+        assert locator["ocr"] == "tesseract" and "ocr_lines" not in locator
+        assert 0 < len(locator["boxes"]) < 60
+    first = rows[0]["locator"]
+    assert first["boxes"][0] == pytest.approx([0.346, 0.04, 0.65, 0.066], abs=0.01)  # the title
+
+
+def _png_header_only(width: int, height: int) -> bytes:
+    """A PNG that declares ``width`` x ``height`` pixels and holds one compressed row: a
+    decompression bomb's header without its payload."""
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", width, height, 8, 0, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+
+
+def _result(name: str, data: bytes, limits: ExtractLimits):
+    return process_source(
+        "s1", SourceRef("r1", "files", "attachment", name),
+        read_attachment=lambda: (data, name),
+        policy=FetchPolicy(), embedder=HashingEmbedder(), limits=limits,
+    )
+
+
+@pytest.mark.parametrize("width,height", [(100_000, 100_000), (8_000, 6_000)])
+def test_an_image_above_the_pixel_cap_is_refused_before_decoding(width, height):
+    result = _result("bomb.png", _png_header_only(width, height), _limits("tesseract"))
+    assert (result.status, result.error_code) == ("error", "IMAGE_TOO_LARGE")
+    assert "GNOSI_OCR_MAX_PIXELS" in result.error and len(result.error) <= 500
+
+
+def test_a_large_pdf_page_is_rendered_within_the_pixel_cap():
+    from pipeline.ocr.page_images import pdf_page_image
+
+    picture = Image.new("L", (2000, 2000), 255)
+    buffer = io.BytesIO()
+    picture.save(buffer, format="PDF", resolution=10)  # 200 x 200 inches: 3.6 G pixels at 300 dpi
+    pixels = pdf_page_image(buffer.getvalue(), 1, dpi=300, max_pixels=1_000_000)
+    assert pixels.shape[0] * pixels.shape[1] <= 1_000_000
+
+
+@pytest.mark.parametrize("data", [b"\x89PNG\r\n\x1a\nnot a png at all", b"GIF89a" + b"\0" * 40])
+def test_a_file_that_is_no_readable_image_fails_with_a_bounded_error(data):
+    result = _result("broken.png", data, _limits("tesseract"))
+    assert (result.status, result.error_code) == ("error", "IMAGE_CORRUPT")
+
+
+def test_a_truncated_image_fails_its_page_not_the_worker(corpus_dir):
+    _require("tesseract")
+    data = (corpus_dir / "images" / "english.png").read_bytes()
+    result = _result("english.png", data[: len(data) // 3], _limits("tesseract"))
+    assert (result.status, result.error_code) == ("error", "IMAGE_CORRUPT")
+    assert result.meta["pages_needing_ocr"] == [1]
+    assert _result("english.png", data, _limits("tesseract")).status == "extracted"
+
+
+def test_a_page_past_its_time_ends_as_ocr_timeout_and_the_next_source_is_read(corpus_dir):
+    _require("tesseract")
+    linn = (corpus_dir / "images" / "linn.png").read_bytes()
+    slow = _result("linn.png", linn, _limits("tesseract", page_timeout_seconds=1))
+    assert (slow.status, slow.error_code) == ("error", "OCR_TIMEOUT")
+    assert "GNOSI_OCR_PAGE_TIMEOUT_SECONDS" in slow.error
+    small = (corpus_dir / "images" / "english.png").read_bytes()
+    assert _result("english.png", small, _limits("tesseract")).status == "extracted"
+
+
+def test_with_ocr_off_a_scan_says_what_it_needs(corpus_dir):
+    result = _result("c02-22.pdf", (corpus_dir / "pdf" / "c02-22.pdf").read_bytes(), _limits("off"))
+    assert (result.status, result.error_code) == ("error", "NEEDS_OCR")
+    assert "GNOSI_OCR_ENGINE" in result.error
+
+
+def test_a_pdf_with_a_text_layer_is_not_sent_to_ocr(corpus_dir):
+    seen: list[tuple[int, int, int]] = []
+    path = corpus_dir / "pdf" / "dmca.pdf"
+    extract_read(
+        ReadSource(path.read_bytes(), "h", attachment_inputs(path.name), {}), _limits("tesseract"),
+        before_page=lambda *page: seen.append(page),
+    )
+    assert seen == []
