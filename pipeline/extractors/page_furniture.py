@@ -85,10 +85,13 @@ def _as_running(keys: dict[int, str], running: set[str]) -> dict[int, str]:
 
 
 def _misread_of(key: str, running: set[str]) -> str | None:
-    """The running line ``key`` is a misreading of, if any; lengths are compared first because
-    most edge lines are body text of another length and the ratio is the costly part."""
+    """The running line ``key`` is a misreading of, if any; lengths, then the ratio's cheap upper
+    bound, are compared first: most edge lines are body text, and the ratio is the costly part."""
     for line in running:
-        if abs(len(line) - len(key)) <= 2 and SequenceMatcher(None, line, key).ratio() >= MISREAD_SIMILARITY:
+        if abs(len(line) - len(key)) > 2:
+            continue
+        matcher = SequenceMatcher(None, line, key, autojunk=False)
+        if matcher.quick_ratio() >= MISREAD_SIMILARITY and matcher.ratio() >= MISREAD_SIMILARITY:
             return line
     return None
 
