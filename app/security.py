@@ -3,8 +3,10 @@ from __future__ import annotations
 
 from flask import Flask, Response
 
+# 'wasm-unsafe-eval' lets pdf.js compile its bundled WebAssembly image decoder (JPEG 2000, which
+# scanned PDFs use: without it their pages render blank); it allows no eval of JavaScript.
 CONTENT_SECURITY_POLICY = (
-    "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+    "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self'; img-src 'self' data: blob:; "
     "connect-src 'self'; worker-src 'self' blob:; frame-ancestors 'none'; base-uri 'self'; "
     "form-action 'self'; object-src 'none'"
 )

@@ -107,7 +107,7 @@ class NotebookPage {
       throw error;
     }
     this.render();
-    const job = (detail) => JSON.stringify(detail.job && [detail.job.id, detail.job.state, detail.job.done, detail.job.current_resource_id]);
+    const job = (detail) => JSON.stringify(detail.job && [detail.job.id, detail.job.state, detail.job.done, detail.job.current_resource_id, detail.job.activity]);
     const revisionChanged = before.active_revision?.id !== this.detail.active_revision?.id;
     if (jobActive(before.job) && !jobActive(this.detail.job)) this.sources.notice = null;
     if (job(before) !== job(this.detail) || revisionChanged) await this.sources.load();

@@ -122,7 +122,7 @@ export class SourcesPanel {
       bar.max = Math.max(1, job.total || 1);
       bar.value = job.done || 0;
       const current = job.current_resource_id
-        ? ` · now: ${this.titles.get(job.current_resource_id) || job.current_resource_id}`
+        ? ` · now: ${this.titles.get(job.current_resource_id) || job.current_resource_id}${job.activity ? ` (${job.activity})` : ""}`
         : "";
       const verb = { queued: "Queued", cancelling: "Cancelling", running: "Indexing" }[job.state];
       const counts = job.total ? ` ${job.done} of ${job.total}` : job.state === "running" ? ": checking sources" : "";

@@ -1,6 +1,7 @@
 /**
  * The evidence viewer: what a citation opens. PDFs render in-app (pdf.js, vendored) at the cited
- * page with the quoted passage highlighted in the text layer; media play from the cited time;
+ * page with the quoted passage highlighted in the text layer, or, for text read by OCR from a scan
+ * or an image file, with the boxes of the cited lines drawn over the page; media play from the cited time;
  * text shows the chunk with the passage marked. Web sources open their original URL instead.
  */
 import { api, apiBytes, withQuery } from "./api.js";
@@ -31,9 +32,14 @@ export function isWebCitation(citation) {
   return Boolean(citation.locator && "url" in citation.locator);
 }
 
+/** " · machine-read (tesseract)" for text OCR read off a scan: readers should know a quote may hold misreadings. */
+function ocrNote(locator) {
+  return locator.ocr ? ` · machine-read (${locator.ocr})` : "";
+}
+
 /** A short place name: "p. 12 (printed 37)", "1:05", "line 40". */
 export function locatorLabel(locator = {}) {
-  if (locator.page) return `p. ${locator.page}${locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : ""}`;
+  if (locator.page) return `p. ${locator.page}${locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : ""}${ocrNote(locator)}`;
   if (locator.start !== undefined) return formatTime(locator.start);
   if (locator.url) return locator.fragment ? `#${locator.fragment}` : "web page";
   if (locator.line !== undefined) return `line ${locator.line}`;
@@ -44,7 +50,7 @@ export function locatorLabel(locator = {}) {
 export function locatorText(locator = {}) {
   if (locator.page) {
     const printed = locator.page_label && locator.page_label !== String(locator.page) ? ` (printed page ${locator.page_label})` : "";
-    return `Page ${locator.page}${printed}`;
+    return `Page ${locator.page}${printed}${ocrNote(locator)}`;
   }
   if (locator.start !== undefined) {
     return locator.end !== undefined && locator.end > locator.start
@@ -76,7 +82,7 @@ export function originalLink(evidence, notebookId) {
     return { href, text: "Open the original page", external: true };
   }
   if (!evidence.source_id) return null;
-  if (locator.page) return { href: `${fileUrl(evidence, notebookId)}#page=${locator.page}`, text: "Download the original PDF" };
+  if (locator.page && !locator.ocr) return { href: `${fileUrl(evidence, notebookId)}#page=${locator.page}`, text: "Download the original PDF" };
   const at = locator.start !== undefined ? `#t=${locator.start}` : "";
   return { href: `${fileUrl(evidence, notebookId)}${at}`, text: "Download the original file" };
 }
@@ -148,6 +154,49 @@ function highlightTextLayer(textLayer, quote) {
   return first;
 }
 
+/**
+ * Draw the cited lines' boxes (fractions of the page, from OCR) over `sheet`; returns the first,
+ * or null when the locator has none.
+ */
+function drawBoxes(sheet, boxes = []) {
+  const drawn = boxes.map(([left, top, right, bottom]) => {
+    const box = h("div", { class: "ocr-box", "aria-hidden": "true" });
+    Object.assign(box.style, {
+      left: `${left * 100}%`, top: `${top * 100}%`, width: `${(right - left) * 100}%`, height: `${(bottom - top) * 100}%`,
+    });
+    return box;
+  });
+  sheet.append(...drawn);
+  return drawn[0] ?? null;
+}
+
+/**
+ * The boxes of the OCR lines `quote` spans in the chunk `text` (found as the text layer's quotes
+ * are: letters and digits only, its middle allowed to differ); all of them when it is not there.
+ */
+function quotedBoxes(cited, text, quote) {
+  const boxes = cited.boxes ?? [];
+  if (!quote || !text || cited.box_spans?.length !== boxes.length) return boxes;
+  const { text: hay, origin } = squash([text]);
+  const span = findSpan(hay, squash([quote]).text);
+  if (!span) return boxes;
+  const [start, end] = [origin[span[0]][1], origin[span[1] - 1][2]];
+  const quoted = boxes.filter((_, index) => cited.box_spans[index][0] < end && cited.box_spans[index][1] > start);
+  return quoted.length ? quoted : boxes;
+}
+
+/**
+ * Mark the cited passage on a rendered page: the boxes of the OCR lines the quote spans (`text`:
+ * the chunk's), else the quote in pdf.js's text layer.
+ */
+function markCited(sheet, cited, { textLayer = null, quote = "", text = "" }) {
+  const mark = cited.boxes?.length
+    ? drawBoxes(sheet, quotedBoxes(cited, text, quote))
+    : quote && textLayer ? highlightTextLayer(textLayer, quote) : null;
+  sheet.dataset.highlighted = mark ? "true" : "false";
+  mark?.scrollIntoView({ block: "center" });
+}
+
 /** The chunk text with the quote marked (text and web evidence). */
 function markedText(text, quote) {
   const at = quote ? text.indexOf(quote) : -1;
@@ -169,12 +218,16 @@ function fileUrl(evidence, notebookId) {
 }
 
 class PdfView {
-  /** `cited`: the citation's locator ({page, page_label}); `quote`: the passage to mark there. */
-  constructor(root, pdf, { cited, quote, title }) {
+  /**
+   * `cited`: the citation's locator ({page, page_label, boxes?}); `quote`: the passage to mark
+   * there; `text`: the cited chunk's text (where an OCR quote's lines are found).
+   */
+  constructor(root, pdf, { cited, quote, text, title }) {
     this.root = root;
     this.pdf = pdf;
     this.cited = cited;
     this.quote = quote;
+    this.text = text;
     this.title = title;
     this.nav = byRole("viewer-nav", root);
     this.nav.hidden = pdf.numPages < 2;
@@ -208,11 +261,7 @@ class PdfView {
     const { TextLayer } = await loadPdfjs();
     const textLayer = new TextLayer({ textContentSource: page.streamTextContent(), container: layer, viewport });
     await textLayer.render();
-    if (this.pageNumber === this.cited.page && this.quote) {
-      const mark = highlightTextLayer(textLayer, this.quote);
-      sheet.dataset.highlighted = mark ? "true" : "false";
-      mark?.scrollIntoView({ block: "center" });
-    }
+    if (this.pageNumber === this.cited.page) markCited(sheet, this.cited, { textLayer, quote: this.quote, text: this.text });
   }
 
   describe() {
@@ -230,7 +279,24 @@ class PdfView {
   }
 }
 
-/** The PDF at the cited page; if its bytes are gone, the extracted passage instead. */
+/** An image file read by OCR, with the cited lines' boxes over it. */
+async function showImage(root, evidence, target, bytes, quote) {
+  const picture = h("img", { src: URL.createObjectURL(new Blob([bytes])), alt: target.title || "The cited image" });
+  const sheet = h("div", { class: "pdf-page image-page", "data-page-number": String(evidence.locator.page) }, picture);
+  byRole("viewer-body", root).replaceChildren(sheet);
+  byRole("viewer-meta", root).textContent = `${target.title ? `${target.title} · ` : ""}${locatorText(evidence.locator)}`;
+  await picture.decode();
+  markCited(sheet, evidence.locator, { quote, text: evidence.text });
+}
+
+const PDF_MAGIC = "%PDF-";
+
+/** Whether the file's first kilobyte holds a PDF header (readers accept junk before it). */
+function isPdf(bytes) {
+  return new TextDecoder("latin1").decode(new Uint8Array(bytes, 0, Math.min(1024, bytes.byteLength))).includes(PDF_MAGIC);
+}
+
+/** The PDF (or OCR-read image) at the cited page; if its bytes are gone, the extracted passage instead. */
 async function showPdf(root, evidence, target, quote) {
   let bytes;
   try {
@@ -240,9 +306,13 @@ async function showPdf(root, evidence, target, quote) {
     byRole("viewer-meta", root).textContent = `${locatorLabel(evidence.locator)} · the file itself is not available (${error.message}); this is the extracted passage.`;
     return;
   }
+  if (!isPdf(bytes)) {
+    await showImage(root, evidence, target, bytes, quote);
+    return;
+  }
   const pdfjs = await loadPdfjs();
   const pdf = await pdfjs.getDocument({ data: bytes, isEvalSupported: false }).promise;
-  await new PdfView(root, pdf, { cited: evidence.locator, quote, title: target.title || "" }).show(evidence.locator.page);
+  await new PdfView(root, pdf, { cited: evidence.locator, quote, text: evidence.text, title: target.title || "" }).show(evidence.locator.page);
 }
 
 function showMedia(root, evidence, notebookId) {
