@@ -38,7 +38,7 @@ run: install
 	$(BIN)/gnosi serve
 
 test: install-test install-easyocr system-deps
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=25
 
 clean:
 	rm -rf $(VENV) .pytest_cache

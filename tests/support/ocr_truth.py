@@ -50,3 +50,11 @@ def character_accuracy(read: str, truth: str) -> float:
 
     read_words, truth_words = " ".join(read.split()), " ".join(truth.split())
     return 1 - Levenshtein.distance(read_words, truth_words) / max(len(truth_words), 1)
+
+
+def best_match_accuracy(read: str, phrase: str) -> float:
+    """How well the best-matching stretch of ``read`` matches ``phrase`` (0..1): for a reference
+    that covers only part of a page (MANIFEST.md gives epson.pdf's first sentence)."""
+    from rapidfuzz import fuzz
+
+    return fuzz.partial_ratio(" ".join(phrase.split()), " ".join(read.split())) / 100
