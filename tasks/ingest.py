@@ -201,7 +201,8 @@ def _reading_page(job_id: str, source_id: str, page: int, position: int, pages: 
     """Before each page OCR reads (seconds each): show which (and keep the job's lease), and stop
     here when the job was cancelled."""
     log.info("OCR of page %d (%d of %d)", page, position, pages)
-    if services().internal_api.report_activity(job_id, source_id, f"OCR: page {page} ({position} of {pages})") != "running":
+    activity = f"OCR: page {page} ({position} of {pages})"
+    if services().internal_api.report_activity(job_id, source_id, activity) != "running":
         raise PipelineError("JOB_CANCELLED", f"stopped before OCR of page {page} ({position} of {pages})")
 
 

@@ -68,7 +68,8 @@ class InternalApi:
     def report_activity(self, job_id: str, source_id: str, activity: str) -> str:
         """Tell the instance what this worker is doing on a source (it extends the job's lease);
         answers the job's state."""
-        response = self._send("POST", f"/internal/jobs/{job_id}/sources/{source_id}/activity", json={"activity": activity})
+        path = f"/internal/jobs/{job_id}/sources/{source_id}/activity"
+        response = self._send("POST", path, json={"activity": activity})
         self._raise_for(response)
         return response.json()["state"]
 

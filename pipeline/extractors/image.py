@@ -42,7 +42,8 @@ class ImageExtractor(Extractor):
         if pages > limits.max_pages:
             raise PipelineError(
                 "EXTRACT_TOO_MANY_PAGES",
-                f"The image has {pages:,} frames; at most {limits.max_pages:,} are read (raise GNOSI_EXTRACT_MAX_PAGES).",
+                f"The image has {pages:,} frames; at most {limits.max_pages:,} are read "
+                "(raise GNOSI_EXTRACT_MAX_PAGES).",
             )
         return Extraction(
             mime=mime if mime in IMAGE_MIMES else _MIME_OF_EXTENSION[extension(filename)],

@@ -101,7 +101,8 @@ class EasyOcrEngine(OcrEngine):
 def _fractions(points: Any, width: int, height: int) -> tuple[float, float, float, float]:
     xs = [float(x) for x, _ in points]
     ys = [float(y) for _, y in points]
-    return (max(min(xs), 0) / width, max(min(ys), 0) / height, min(max(xs), width) / width, min(max(ys), height) / height)
+    left, top = max(min(xs), 0) / width, max(min(ys), 0) / height
+    return (left, top, min(max(xs), width) / width, min(max(ys), height) / height)
 
 
 def _width(box: list[int]) -> int:

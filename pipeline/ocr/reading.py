@@ -96,11 +96,12 @@ def _read(data: bytes, mime: str, number: int, limits: ExtractLimits) -> OcrPage
             timeout_seconds=settings.page_timeout_seconds + _HELPER_GRACE_SECONDS,
         )
     except PipelineError as error:
-        raise _named_for_ocr(error, limits) from None
+        raise ocr_error(error, limits) from None
 
 
-def _named_for_ocr(error: PipelineError, limits: ExtractLimits) -> PipelineError:
-    """The helper's limits, named by the OCR settings that move them."""
+def ocr_error(error: PipelineError, limits: ExtractLimits) -> PipelineError:
+    """How the OCR helper's request ended, named for OCR and by the settings that move its limits
+    (the helper's own words are about decoding documents)."""
     if error.code == "EXTRACT_TIMEOUT":
         return page_timeout(limits.ocr.page_timeout_seconds)
     if error.code == MEMORY_LIMIT:
@@ -108,4 +109,7 @@ def _named_for_ocr(error: PipelineError, limits: ExtractLimits) -> PipelineError
             "OCR_MEMORY_LIMIT",
             f"OCR of the page needed more than {limits.ocr.memory_mb:,} MB (raise GNOSI_OCR_MEMORY_MB).",
         )
+    if error.code == "EXTRACT_CRASHED":
+        reworded = error.message.replace("The decoder crashed on this file", "The OCR engine crashed on this page")
+        return PipelineError("OCR_CRASHED", reworded)
     return error

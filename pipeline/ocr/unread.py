@@ -19,7 +19,9 @@ def unread_reason(extraction: Extraction, settings: OcrSettings) -> tuple[str, s
         return None
     shown = ", ".join(str(page) for page in pages[:_SHOWN_PAGES]) + (", …" if len(pages) > _SHOWN_PAGES else "")
     if not settings.enabled:
-        return "NEEDS_OCR", f"{len(pages)} page(s) have no text layer and OCR is off (GNOSI_OCR_ENGINE) (pages {shown})."
+        return (
+            "NEEDS_OCR", f"{len(pages)} page(s) have no text layer and OCR is off (GNOSI_OCR_ENGINE) (pages {shown})."
+        )
     reason = missing(settings.engine)
     if reason:
         return "NEEDS_OCR", f"{len(pages)} page(s) have no text layer and OCR cannot run: {reason} (pages {shown})."

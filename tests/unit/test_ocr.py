@@ -3,6 +3,7 @@ boxes, and the bounded errors of bombs, corrupt images and pages that take too l
 from __future__ import annotations
 
 import io
+import os
 import struct
 import zlib
 from dataclasses import replace
@@ -16,10 +17,10 @@ from pipeline.extraction_cache import attachment_inputs
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.fetch import FetchPolicy
 from pipeline.ocr.engines import missing
-from pipeline.ocr.reading import ocr_helper
+from pipeline.ocr.reading import ocr_error, ocr_helper
 from pipeline.ocr.settings import OcrSettings
 from pipeline.source_processing import ReadSource, extract_read, process_source
-from pipeline.types import SourceRef
+from pipeline.types import PipelineError, SourceRef
 from support.ocr_truth import best_match_accuracy, character_accuracy, truth_pages
 from support.services import require
 
@@ -211,3 +212,12 @@ def test_a_pdf_with_a_text_layer_is_not_sent_to_ocr(corpus_dir):
         before_page=lambda *page: seen.append(page),
     )
     assert seen == []
+
+
+def test_an_engine_that_dies_on_a_page_is_named_as_an_ocr_crash():
+    """The OCR helper is a decoder helper; how it ended is worded for OCR (here: a real abort in it)."""
+    with pytest.raises(PipelineError) as died:
+        ocr_helper().run(os.abort, memory_mb=1024, timeout_seconds=30)
+    named = ocr_error(died.value, _limits("tesseract"))
+    assert named.code == "OCR_CRASHED" and named.message.startswith("The OCR engine crashed on this page"), named
+    assert ocr_error(PipelineError("EXTRACT_TIMEOUT", "x"), _limits("tesseract")).code == "OCR_TIMEOUT"
