@@ -1,4 +1,8 @@
 FROM python:3.11-slim
+# tesseract, the default OCR engine (docs/decisions/0014)
+RUN apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        tesseract-ocr tesseract-ocr-eng tesseract-ocr-osd \
+    && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY pyproject.toml README.md alembic.ini ./
 COPY app app

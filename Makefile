@@ -21,7 +21,7 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/uv pip install --python $(BIN)/python -q -e '.[test]'
 	touch $@ $(VENV)/.installed
 
-$(VENV)/.installed-easyocr: pyproject.toml | $(BIN)/python
+$(VENV)/.installed-easyocr: pyproject.toml | $(VENV)/.installed-test
 	$(BIN)/python -m pip install -q $(TORCH_PAIR)
 	$(BIN)/uv pip install --python $(BIN)/python -q -e '.[easyocr]'
 	touch $@

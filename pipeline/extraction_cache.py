@@ -6,8 +6,10 @@ embedding settings, or a retry after a failed index step, chunk again without ex
 
 The key covers everything the extractor's output depends on besides the bytes: the extractors'
 version (``EXTRACTORS_VERSION``, bumped with any change to what they emit, plus the versions of
-the decoding libraries), the caps (a lower page cap truncates), and what the extractor is told
-about the source (file name, MIME type, declared charset, and the URL that web locators carry).
+the decoding libraries), the caps (a lower page cap truncates) and OCR settings, whether the OCR
+engine can run (a scan extracted before tesseract was installed is read again after), and what the
+extractor is told about the source (file name, MIME type, declared charset, and the URL that web
+locators carry).
 Two records that attach the same file share one entry.
 """
 from __future__ import annotations
@@ -21,6 +23,7 @@ from functools import cache
 from importlib.metadata import version
 
 from pipeline.extractors.limits import ExtractLimits
+from pipeline.ocr.engines import ocr_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
@@ -53,7 +56,10 @@ def _library_versions() -> tuple[str, ...]:
 
 def extraction_key(content_hash: str, inputs: ExtractInputs, limits: ExtractLimits) -> str:
     """The cache key of the extraction of bytes hashing to ``content_hash`` read with ``inputs``."""
-    recipe = [content_hash, EXTRACTORS_VERSION, *_library_versions(), *astuple(inputs), *astuple(limits)]
+    recipe = [
+        content_hash, EXTRACTORS_VERSION, *_library_versions(), *astuple(inputs), *astuple(limits),
+        ocr_ready(limits.ocr),
+    ]
     return hashlib.sha256(json.dumps(recipe).encode()).hexdigest()
 
 

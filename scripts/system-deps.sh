@@ -19,7 +19,7 @@ fi
 sudo=""
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
-    sudo="sudo"
+    sudo="sudo -n"  # never a password prompt: `make run` goes on without tesseract instead
   elif [ "$profile" = run ]; then
     echo "note: cannot install ${missing[*]} without root; scanned pages stay unread until tesseract is installed" >&2
     exit 0
@@ -27,7 +27,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "installing system packages: ${missing[*]}"
 apt_install() {
-  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "$@"
+  $sudo apt-get update -qq && $sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
 }
 if ! apt_install "${missing[@]}"; then
   if [ "$profile" = run ]; then

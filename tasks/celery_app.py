@@ -28,6 +28,11 @@ CHUNK = "chunk"
 # The queues of a worker of each role: an extract worker reads and chunks sources.
 ROLE_QUEUES = {COORDINATOR: (COORDINATOR,), EXTRACT: (EXTRACT, CHUNK)}
 ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK)
+# Tasks are acknowledged when they end (acks_late), and Redis hands a task that long unacknowledged
+# to another worker: an hour, by default, is less than OCR of a long scanned book takes (500 pages
+# at easyocr's 40 s), which would then be read twice at once. A worker that died is found by its
+# job's lease (the sweeper) well before this, so a long wait here loses nothing.
+REDELIVER_AFTER_SECONDS = 12 * 3600
 
 
 def embedded_broker_connection(path: Path) -> sqlite3.Connection:
@@ -52,6 +57,8 @@ def celery_config(settings: Settings) -> dict:
         embedded["broker_transport_options"] = {
             "creator": functools.partial(embedded_broker_connection, settings.embedded_broker_path),
         }
+    else:  # Redis re-delivers an unacknowledged task after this long, even to a worker still on it
+        embedded["broker_transport_options"] = {"visibility_timeout": REDELIVER_AFTER_SECONDS}
     return {
         **embedded,
         "broker_url": settings.celery_broker_url,

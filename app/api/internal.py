@@ -52,14 +52,19 @@ def report_activity(job_id: str, source_id: str):  # type: ignore[no-untyped-def
     as the job's progress, and it extends the job's lease, since a long scan may be read for
     longer than one lease without a result. Answers the job's state, which tells the worker in
     the same round trip whether to go on."""
-    activity = str((request.get_json(silent=True) or {}).get("activity", ""))[:200] or None
+    body = request.get_json(silent=True)
+    said = body.get("activity") if isinstance(body, dict) else None
+    activity = str(said)[:200] if said else None
     svc = services()
     with svc.db.session() as session:
         job = jobs.get(session, job_id)
         if job is None:
             raise ApiError(404, "JOB_NOT_FOUND", "No such job.")
         source = session.get(Source, source_id)
-        if job.state == "running" and source is not None and source.revision_id == job.revision_id:
+        if (
+            job.state == "running" and source is not None and source.revision_id == job.revision_id
+            and source.state == "indexing"
+        ):
             job.current_resource_id, job.activity = source.resource_id, activity
             jobs.heartbeat(session, job_id, timedelta(seconds=svc.settings.job_lease_seconds))
         return {"id": job.id, "state": job.state}

@@ -36,15 +36,9 @@ class ImageExtractor(Extractor):
         limits: ExtractLimits,
     ) -> Extraction:
         try:
-            pages = frame_count(data, max_pixels=limits.ocr.max_pixels)
+            pages = frame_count(data, max_pixels=limits.ocr.max_pixels, max_frames=limits.max_pages)
         except PipelineError as error:
             raise PipelineError(error.code, f"{filename[:200]}: {error.message}") from None
-        if pages > limits.max_pages:
-            raise PipelineError(
-                "EXTRACT_TOO_MANY_PAGES",
-                f"The image has {pages:,} frames; at most {limits.max_pages:,} are read "
-                "(raise GNOSI_EXTRACT_MAX_PAGES).",
-            )
         return Extraction(
             mime=mime if mime in IMAGE_MIMES else _MIME_OF_EXTENSION[extension(filename)],
             segments=[],

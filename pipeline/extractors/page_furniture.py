@@ -112,7 +112,7 @@ def _printed_labels(numbers: dict[str, dict[int, list[int]]], pages: list[int]) 
         offset, agreeing = offsets.most_common(1)[0]
         if agreeing >= max(MIN_PAGES, (len(on_pages) + 1) // 2) and (best is None or agreeing > best[0]):
             best = (agreeing, offset, on_pages)
-    if best is None:
+    if best is None or best[1] == 0:  # printed numbers are the physical ones (or another number)
         return {}
     _, offset, printed = best
     labels: dict[int, str] = {}
@@ -122,4 +122,4 @@ def _printed_labels(numbers: dict[str, dict[int, list[int]]], pages: list[int]) 
         label = min(near, key=lambda n: abs(n - guess)) if near else guess
         if label >= 1:
             labels[page] = str(label)
-    return {} if all(label == str(page) for page, label in labels.items()) else labels
+    return labels

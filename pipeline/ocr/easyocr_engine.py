@@ -85,7 +85,9 @@ class EasyOcrEngine(OcrEngine):
         candidates = (90, 270) if tall > sum(_area(box) for box in boxes) / 2 else (0, 180)
         lines = [box for box in boxes if max(_width(box), _height(box)) >= _LINE_SHAPE * min(_width(box), _height(box))]
         sample = sorted(lines or boxes, key=lambda box: max(_width(box), _height(box)), reverse=True)[:_SAMPLE_LINES]
-        crops = [image[y0:y1, x0:x1] for x0, x1, y0, y1 in sample]
+        # easyocr pads each box, so a line at the page's edge starts at a negative pixel: clamp it
+        crops = [image[max(y0, 0):y1, max(x0, 0):x1] for x0, x1, y0, y1 in sample]
+        crops = [crop for crop in crops if crop.size]
         return max(candidates, key=lambda rotation: self._confidence(crops, rotation))
 
     def _confidence(self, crops: list[np.ndarray], rotation: int) -> float:

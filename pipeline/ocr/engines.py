@@ -13,6 +13,7 @@ from functools import cache
 import numpy as np
 
 from pipeline.ocr.lines import OcrPage
+from pipeline.ocr.settings import OcrSettings
 from pipeline.types import PipelineError
 
 
@@ -54,16 +55,17 @@ def _engines() -> dict[str, type[OcrEngine]]:
     return {engine.name: engine for engine in (TesseractEngine, EasyOcrEngine)}
 
 
-def engine_names() -> list[str]:
-    return list(_engines())
-
-
 def missing(name: str) -> str | None:
     """Why engine ``name`` cannot run here (None when it can)."""
     engine_class = _engines().get(name)
     if engine_class is None:
         return f"there is no OCR engine called {name!r} (known: {', '.join(_engines())})"
     return engine_class.missing()
+
+
+def ocr_ready(settings: OcrSettings) -> bool:
+    """Whether pages needing OCR are read here: it is on and its engine can run."""
+    return settings.enabled and missing(settings.engine) is None
 
 
 @cache

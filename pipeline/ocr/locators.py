@@ -21,10 +21,11 @@ def page_segment(number: int, page: OcrPage) -> Segment:
     """One segment holding the page's lines, one per text line, and where each line is."""
     spans: list[list[float]] = []
     offset = 0
-    for line in page.lines:
-        spans.append([offset, offset + len(line.text), *line.box])
-        offset += len(line.text) + 1  # the newline joining it to the next
-    return Segment(page.text, {"page": number, "ocr": page.engine, LINES: spans})
+    texts = [" ".join(line.text.split()) for line in page.lines]  # the chunker collapses runs of spaces
+    for text, line in zip(texts, page.lines):
+        spans.append([offset, offset + len(text), *line.box])
+        offset += len(text) + 1  # the newline joining it to the next
+    return Segment("\n".join(texts), {"page": number, "ocr": page.engine, LINES: spans})
 
 
 def chunk_locator(locator: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import math
 import warnings
-from contextlib import closing
+from collections.abc import Iterator
+from contextlib import closing, contextmanager
 
 import numpy as np
 import pypdfium2 as pdfium
@@ -20,6 +21,9 @@ from pipeline.pdfium_lock import PDFIUM_LOCK
 from pipeline.types import PipelineError
 
 POINTS_PER_INCH = 72
+# The formats image sources may be: Pillow would otherwise open any of the ~40 it knows by their
+# bytes, whatever the file's name, EPS among them, which it decodes by running Ghostscript.
+IMAGE_FORMATS = ("PNG", "JPEG", "TIFF", "WEBP")
 
 
 def page_image(data: bytes, mime: str, page: int, *, dpi: int, max_pixels: int) -> np.ndarray:
@@ -46,23 +50,28 @@ def image_frame(data: bytes, frame: int, *, max_pixels: int) -> np.ndarray:
     """Frame ``frame`` (1-based: a multi-page TIFF's pages) of an image file, turned as its EXIF
     orientation says (a phone photo of a page is stored sideways); refused above ``max_pixels``."""
     with _opened(data, max_pixels) as picture:
-        picture.seek(frame - 1)
-        pixels = picture.width * picture.height
-        if pixels > max_pixels:
+        with _decoding():
+            picture.seek(frame - 1)
+        if picture.width * picture.height > max_pixels:
             raise too_large(picture.width, picture.height, max_pixels)
-        try:
-            upright = ImageOps.exif_transpose(picture)
-            return np.asarray(upright.convert("L"), dtype=np.uint8)
-        except (OSError, ValueError, SyntaxError) as error:
-            raise PipelineError("IMAGE_CORRUPT", f"the image could not be decoded ({error})") from error
+        with _decoding():
+            return np.asarray(ImageOps.exif_transpose(picture).convert("L"), dtype=np.uint8)
 
 
-def frame_count(data: bytes, *, max_pixels: int) -> int:
-    """How many frames (pages) an image file holds, each checked against ``max_pixels`` from its header."""
+def frame_count(data: bytes, *, max_pixels: int, max_frames: int) -> int:
+    """How many frames (pages) an image file holds, each checked against ``max_pixels`` from its
+    header; refused above ``max_frames`` before any frame is looked at."""
     with _opened(data, max_pixels) as picture:
-        count = getattr(picture, "n_frames", 1)
+        with _decoding():
+            count = getattr(picture, "n_frames", 1)
+        if count > max_frames:
+            raise PipelineError(
+                "EXTRACT_TOO_MANY_PAGES",
+                f"The image has {count:,} frames; at most {max_frames:,} are read (raise GNOSI_EXTRACT_MAX_PAGES).",
+            )
         for index in range(count):
-            picture.seek(index)
+            with _decoding():
+                picture.seek(index)
             if picture.width * picture.height > max_pixels:
                 raise too_large(picture.width, picture.height, max_pixels)
         return count
@@ -76,17 +85,30 @@ def too_large(width: int, height: int, max_pixels: int) -> PipelineError:
     )
 
 
+@contextmanager
+def _decoding() -> Iterator[None]:
+    """Any failure of Pillow's decoders on damaged bytes is the file's, named ``IMAGE_CORRUPT``:
+    a mutated TIFF raises SyntaxError, TypeError or KeyError, a missing frame EOFError."""
+    try:
+        yield
+    except PipelineError:
+        raise
+    except Exception as error:  # noqa: BLE001 (a decoder of untrusted bytes fails in many ways)
+        message = f"the image could not be decoded ({type(error).__name__}: {error})"
+        raise PipelineError("IMAGE_CORRUPT", message[:400]) from error
+
+
 def _opened(data: bytes, max_pixels: int) -> Image.Image:
     """The image's header, read without decoding pixels. Pillow refuses a header declaring far
     more pixels than its own limit before our check can see the size: that is the same refusal."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", Image.DecompressionBombWarning)  # our own cap decides
-            return Image.open(io.BytesIO(data))
+            return Image.open(io.BytesIO(data), formats=IMAGE_FORMATS)
     except Image.DecompressionBombError as error:
         raise PipelineError(
             "IMAGE_TOO_LARGE",
             f"The image declares more than {max_pixels:,} pixels (raise GNOSI_OCR_MAX_PIXELS to read it): {error}",
         ) from error
-    except (OSError, ValueError, SyntaxError) as error:  # UnidentifiedImageError is an OSError
-        raise PipelineError("IMAGE_CORRUPT", f"the file is not a readable image ({error})") from error
+    except Exception as error:  # noqa: BLE001 (UnidentifiedImageError, and any decoder's own failure)
+        raise PipelineError("IMAGE_CORRUPT", f"the file is not a readable image ({error})"[:400]) from error

@@ -11,6 +11,7 @@ other pages still count; a source none of whose pages could be read fails with t
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -18,7 +19,7 @@ from functools import partial
 import numpy as np
 
 from pipeline.extractors.limits import ExtractLimits
-from pipeline.ocr.engines import engine, missing, page_timeout
+from pipeline.ocr.engines import engine, ocr_ready, page_timeout
 from pipeline.ocr.lines import OcrPage
 from pipeline.ocr.locators import page_segment
 from pipeline.ocr.page_images import page_image
@@ -33,6 +34,8 @@ PAGES_PER_HELPER = 200
 _OCR_HELPER = DecoderProcess(max_requests=PAGES_PER_HELPER, restart_share=float("inf"))
 # The helper's own limit leaves the engine's page timeout room to fire first.
 _HELPER_GRACE_SECONDS = 5
+
+log = logging.getLogger(__name__)
 
 BeforePage = Callable[[int, int, int], None]  # (page number, its position from 1, pages to read)
 
@@ -56,7 +59,7 @@ def read_missing_pages(
     """
     settings = limits.ocr
     pages = extraction.pages_needing_ocr
-    if not pages or not settings.enabled or missing(settings.engine):
+    if not pages or not ocr_ready(settings):
         return extraction
     if len(pages) > settings.max_pages:
         raise PipelineError(
@@ -72,14 +75,22 @@ def read_missing_pages(
             before_page(number, position, len(pages))
         try:
             page = _read(data, extraction.mime, number, limits)
-        except PipelineError as error:
+        except (PipelineError, RuntimeError) as error:
+            failure = error if isinstance(error, PipelineError) else _engine_bug(number, error)
             unread.append(number)
-            errors.append({"page": number, "code": error.code, "message": error.message})
+            errors.append({"page": number, "code": failure.code, "message": failure.message})
             continue
         if page.lines:
             segments.append(page_segment(number, page))
     segments.sort(key=lambda segment: segment.locator.get("page", 0))  # stable: a page's own order stays
     return replace(extraction, segments=segments, pages_needing_ocr=unread, ocr_errors=errors)
+
+
+def _engine_bug(number: int, error: RuntimeError) -> PipelineError:
+    """A bug in a helper (its traceback in ``error``) costs its page, not the pages already read."""
+    log.error("OCR of page %d failed: %s", number, error)
+    last_line = str(error).strip().splitlines()[-1]  # the exception, after the helper's traceback
+    return PipelineError("OCR_FAILED", f"the OCR engine failed: {last_line}")
 
 
 def _read(data: bytes, mime: str, number: int, limits: ExtractLimits) -> OcrPage:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from itertools import groupby
 
@@ -22,8 +23,10 @@ from pipeline.types import PipelineError
 # Page segmentation 3: automatic layout without OSD (orientation is settled before), so columns
 # come out one after the other, in reading order.
 _LAYOUT = "--psm 3"
-# Orientation and script detection only; it needs a page with a few dozen characters.
+# Orientation and script detection only; it needs a page with a few dozen characters. It takes
+# a fraction of the layout pass's time, and at most this share of the page's.
 _OSD = "--psm 0"
+_OSD_SHARE = 0.25
 
 
 class TesseractEngine(OcrEngine):
@@ -39,12 +42,16 @@ class TesseractEngine(OcrEngine):
         return None
 
     def read(self, image: np.ndarray, *, timeout_seconds: float) -> OcrPage:
+        """Both passes share ``timeout_seconds``, so each tesseract process is ended (by
+        pytesseract) before the helper's own limit kills the helper and would orphan it."""
+        deadline = time.monotonic() + timeout_seconds
         picture = Image.fromarray(image)
-        rotation = _rotation(picture, timeout_seconds)
+        rotation = _rotation(picture, timeout_seconds * _OSD_SHARE)
         upright = Image.fromarray(turned(image, rotation)) if rotation else picture
         try:
             words = pytesseract.image_to_data(
-                upright, config=_LAYOUT, output_type=pytesseract.Output.DICT, timeout=timeout_seconds
+                upright, config=_LAYOUT, output_type=pytesseract.Output.DICT,
+                timeout=max(deadline - time.monotonic(), 1),
             )
         except RuntimeError as error:  # pytesseract's timeout
             raise page_timeout(timeout_seconds) from error

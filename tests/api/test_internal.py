@@ -193,3 +193,18 @@ def test_an_attachment_is_refused_to_a_job_that_is_not_running(world, state: str
         session.get(Job, draft.job_id).state = state
     response = world.client.get(f"/internal/sources/{draft.pending}/content?job={draft.job_id}", headers=secret(world))
     assert response.status_code == 409 and response.json["code"] == code
+
+
+@pytest.mark.parametrize("body", [{"activity": "OCR: page 3 (3 of 9)"}, ["not", "an", "object"], {"activity": None}])
+def test_activity_is_kept_only_for_a_source_still_waiting(world, body) -> None:  # type: ignore[no-untyped-def]
+    draft = running_draft(world)
+    for source_id in (draft.done, draft.pending):
+        response = world.client.post(
+            f"/internal/jobs/{draft.job_id}/sources/{source_id}/activity", json=body, headers=secret(world)
+        )
+        assert response.status_code == 200 and response.json["state"] == "running", response.json
+        with services_of(world).db.session() as session:
+            job = session.get(Job, draft.job_id)
+            kept = (job.activity, job.current_resource_id)
+        said = body.get("activity") if isinstance(body, dict) else None
+        assert kept == ((said, "dmca") if source_id == draft.pending else (None, None)), (source_id, kept)

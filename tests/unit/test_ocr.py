@@ -221,3 +221,42 @@ def test_an_engine_that_dies_on_a_page_is_named_as_an_ocr_crash():
     named = ocr_error(died.value, _limits("tesseract"))
     assert named.code == "OCR_CRASHED" and named.message.startswith("The OCR engine crashed on this page"), named
     assert ocr_error(PipelineError("EXTRACT_TIMEOUT", "x"), _limits("tesseract")).code == "OCR_TIMEOUT"
+
+
+def test_easyocr_reads_a_line_touching_the_page_edge(corpus_dir):
+    """easyocr pads its boxes, so a line at the top left edge starts at a negative pixel; the page
+    is still read (a crop there came out empty and failed the whole source)."""
+    _require("easyocr")
+    picture = Image.open(corpus_dir / "images" / "english.png")
+    edge = picture.crop((360, 60, picture.width, picture.height))  # lines start at the left edge
+    buffer = io.BytesIO()
+    edge.save(buffer, format="PNG")
+    result = _result("edge.png", buffer.getvalue(), _limits("easyocr"))
+    assert result.status == "extracted", (result.error_code, result.error)
+    assert "flu-like symptoms" in result.evidence.chunks[0]["text"]
+
+
+def test_an_eps_file_named_png_is_not_run_through_ghostscript():
+    eps = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n"
+    result = _result("poster.png", eps, _limits("tesseract"))
+    assert (result.status, result.error_code) == ("error", "IMAGE_CORRUPT")
+
+
+def test_a_missing_frame_is_a_corrupt_image_not_a_crash(corpus_dir):
+    from pipeline.ocr.page_images import image_frame
+
+    with pytest.raises(PipelineError) as missing_frame:
+        image_frame((corpus_dir / "images" / "english.png").read_bytes(), 2, max_pixels=40_000_000)
+    assert missing_frame.value.code == "IMAGE_CORRUPT"
+
+
+def test_a_scan_extracted_where_ocr_could_not_run_is_read_again_where_it_can(monkeypatch):
+    """The cache key says whether the engine could run, so installing tesseract later reads the
+    scans that waited instead of reusing their empty extraction."""
+    from pipeline.extraction_cache import attachment_inputs, extraction_key
+    from pipeline.ocr import tesseract
+
+    limits = _limits("tesseract")
+    ready = extraction_key("hash", attachment_inputs("scan.pdf"), limits)
+    monkeypatch.setattr(tesseract.shutil, "which", lambda name: None)
+    assert extraction_key("hash", attachment_inputs("scan.pdf"), limits) != ready

@@ -279,13 +279,25 @@ class PdfView {
   }
 }
 
-/** An image file read by OCR, with the cited lines' boxes over it. */
+/**
+ * An image file read by OCR, with the cited lines' boxes over it; an image the browser cannot
+ * draw (TIFF) or a later frame of a multi-page one shows the extracted passage instead.
+ */
 async function showImage(root, evidence, target, bytes, quote) {
-  const picture = h("img", { src: URL.createObjectURL(new Blob([bytes])), alt: target.title || "The cited image" });
+  const url = URL.createObjectURL(new Blob([bytes]));
+  const picture = h("img", { src: url, alt: target.title || "The cited image" });
+  try {
+    if (evidence.locator.page !== 1) throw new Error(`frame ${evidence.locator.page} of the image cannot be shown`);
+    await picture.decode();
+  } catch (error) {
+    URL.revokeObjectURL(url);
+    showText(root, evidence, quote, false);
+    byRole("viewer-meta", root).textContent = `${locatorLabel(evidence.locator)} · the image cannot be shown here (${error.message}); this is the text read from it.`;
+    return;
+  }
   const sheet = h("div", { class: "pdf-page image-page", "data-page-number": String(evidence.locator.page) }, picture);
   byRole("viewer-body", root).replaceChildren(sheet);
   byRole("viewer-meta", root).textContent = `${target.title ? `${target.title} · ` : ""}${locatorText(evidence.locator)}`;
-  await picture.decode();
   markCited(sheet, evidence.locator, { quote, text: evidence.text });
 }
 
