@@ -130,6 +130,7 @@ class Settings:
                 max_chars=_int(env, "GNOSI_EXTRACT_MAX_CHARS", _EXTRACT.max_chars),
                 memory_mb=_int(env, "GNOSI_EXTRACT_MEMORY_MB", _EXTRACT.memory_mb),
                 timeout_seconds=_int(env, "GNOSI_EXTRACT_TIMEOUT_SECONDS", _EXTRACT.timeout_seconds),
+                max_table_pages=_int(env, "GNOSI_EXTRACT_MAX_TABLE_PAGES", _EXTRACT.max_table_pages),
                 ocr=OcrSettings(
                     engine=_choice(env, "GNOSI_OCR_ENGINE", ENGINE_CHOICES),
                     dpi=_int(env, "GNOSI_OCR_DPI", _OCR.dpi),

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Any
 
+from pipeline.line_boxes import LINES, chunk_boxes, shifted
 from pipeline.types import Segment
 
 # Characters that are not text: whitespace, C0 controls, soft hyphens (U+00AD; PDFium reports
@@ -83,7 +84,8 @@ class Chunk:
 
     ``locator`` is the segment's locator plus ``char_start``/``char_end``: the chunk's span in the
     locator's text (the segment text, or the texts of consecutive segments sharing that locator
-    joined by a blank line), so the evidence view can highlight it.
+    joined by a blank line), so the evidence view can highlight it. A segment's line table
+    (``pipeline.line_boxes``) becomes the ``boxes`` of the lines the chunk covers.
     """
 
     ordinal: int
@@ -104,6 +106,15 @@ class _Normalised:
         piece = bisect_right(self.norm_starts, index) - 1
         return self.orig_starts[piece] + index - self.norm_starts[piece]
 
+    def normalised_offset(self, index: int) -> int:
+        """Where original offset ``index`` went; an offset inside a collapsed gap goes to the next
+        kept character."""
+        piece = bisect_right(self.orig_starts, index) - 1
+        if piece < 0:
+            return 0
+        ceiling = self.norm_starts[piece + 1] if piece + 1 < len(self.norm_starts) else len(self.text)
+        return min(self.norm_starts[piece] + index - self.orig_starts[piece], ceiling)
+
 
 def chunk_segments(
     segments: list[Segment],
@@ -121,18 +132,37 @@ def chunk_segments(
         raise ValueError("source_fingerprint is required: chunk ids are derived from it")
     max_chars, overlap_chars = settings.max_chars, settings.overlap_chars
     chunks: list[Chunk] = []
-    for locator_of_run, run in groupby(segments, key=lambda segment: segment.locator):
-        normalised = _normalise("\n\n".join(segment.text for segment in run))
+    for locator_of_run, run in groupby(segments, key=_run_locator):
+        joined, lines = _joined(list(run))
+        normalised = _normalise(joined)
         for start, end in _spans(normalised.text, max_chars, overlap_chars):
             text = normalised.text[start:end]
-            locator = {
-                **locator_of_run,
-                "char_start": normalised.original_offset(start),
-                "char_end": normalised.original_offset(end - 1) + 1,
-            }
+            char_start, char_end = normalised.original_offset(start), normalised.original_offset(end - 1) + 1
+            locator = {**locator_of_run, "char_start": char_start, "char_end": char_end}
+            if lines is not None:
+                locator.update(chunk_boxes(lines, char_start, char_end, normalised.normalised_offset))
             ordinal = len(chunks)
             chunks.append(Chunk(ordinal, text, locator, make_chunk_id(source_fingerprint, ordinal, text)))
     return chunks
+
+
+def _run_locator(segment: Segment) -> dict[str, Any]:
+    """The locator a segment's chunks share: its own, less the line table they narrow."""
+    return {key: value for key, value in segment.locator.items() if key != LINES}
+
+
+def _joined(run: list[Segment]) -> tuple[str, list[list[float]] | None]:
+    """The run's texts joined by a blank line, and their line tables as spans of that text (None
+    when no segment of the run has one)."""
+    texts: list[str] = []
+    lines: list[list[float]] = []
+    offset = 0
+    for segment in run:
+        lines.extend(shifted(segment.locator.get(LINES, []), offset))
+        texts.append(segment.text)
+        offset += len(segment.text) + 2
+    has_lines = any(LINES in segment.locator for segment in run)
+    return "\n\n".join(texts), lines if has_lines else None
 
 
 def make_chunk_id(source_fingerprint: str, ordinal: int, text: str) -> str:

@@ -20,7 +20,6 @@ from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
 from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
-from pipeline.ocr.locators import chunk_locator
 from pipeline.ocr.reading import BeforePage, read_missing_pages
 from pipeline.ocr.unread import unread_reason
 from pipeline.types import Extraction, PipelineError, SourceRef
@@ -150,7 +149,7 @@ def chunk_extraction(
     chunks = chunk_segments(extraction.segments, source_fingerprint=bytes_sha256(identity.encode()), settings=chunking)
     vectors = embedder.embed([chunk.text for chunk in chunks])
     rows = [
-        {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk_locator(chunk.locator)}
+        {"chunk_id": chunk.chunk_id, "ordinal": chunk.ordinal, "text": chunk.text, "locator": chunk.locator}
         for chunk in chunks
     ]
     note_code, note = (

@@ -29,7 +29,9 @@ class ExtractLimits:
     100,000 characters is ten times the densest page of the corpus (9,435) and twice a newspaper
     broadsheet. 1 GiB for the decoder is ten times what the largest inputs tried that were not
     bombs needed; 120 s is over 20x the few seconds a 1,000-page book takes here, and below the
-    300 s job lease.
+    300 s job lease. A page that draws rulings or frames is searched for tables in a few
+    milliseconds (pipeline.extractors.pdf_tables); 200 such pages hold the tables of any report
+    and bound what a drawing-heavy book costs; a page beyond them keeps its tables as text.
     """
 
     max_pages: int = 5_000
@@ -37,6 +39,7 @@ class ExtractLimits:
     max_chars: int = 20_000_000
     memory_mb: int = 1_024
     timeout_seconds: int = 120
+    max_table_pages: int = 200
     ocr: OcrSettings = OcrSettings()
 
 

@@ -1,7 +1,9 @@
-"""PDF page text through PDFium (pypdfium2): one segment per page, located by physical page.
+"""PDF page text through PDFium (pypdfium2): one segment per page, located by physical page,
+each line with its box; a page's ruled tables as segments of their own.
 
 PDFium reads page text 55-200x faster than pdfplumber's ``extract_text`` and spaces words better
-(STACK.md), so it does the bulk work here; pdfplumber stays for tables and word boxes elsewhere.
+(STACK.md), so it does the bulk work here, line boxes included (pipeline.extractors.pdf_lines);
+pdfplumber's table finder finds the grids of tables (pipeline.extractors.pdf_tables).
 """
 from __future__ import annotations
 
@@ -14,18 +16,14 @@ import pypdfium2.raw as pdfium_c
 from pipeline.extractors.base import Extractor, extension
 from pipeline.extractors.limits import CharBudget, ExtractLimits
 from pipeline.extractors.page_furniture import remove_running_lines
+from pipeline.extractors.pdf_lines import PageFrame, PageLine, line_table, page_text, read_lines
+from pipeline.extractors.pdf_tables import PageTable, TableReader
 from pipeline.extractors.reference_lists import mark_reference_lists
 from pipeline.pdfium_lock import PDFIUM_LOCK
+from pipeline.line_boxes import LINES
 from pipeline.types import Extraction, PipelineError, Segment
 
 PDF_MIMES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
-
-# PDFium marks a hyphen it saw at a line end with U+FFFE and joins the lines itself.
-_MARKED_HYPHEN = re.compile("\ufffe(.?)", re.DOTALL)
-# C0/C1 controls except tab and newline, and U+FFFF: math fonts map glyph pieces to these codes.
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\uffff]")
-_TRAILING_SPACE = re.compile(r"[ \t]+\n")
-_BLANK_LINES = re.compile(r"\n{3,}")
 
 # Producers often write the source file name or a placeholder into /Title; as a citation's title
 # that is worse than none (callers fall back to the attachment's own name).
@@ -63,7 +61,7 @@ class PdfExtractor(Extractor):
                 raise _load_error(error, filename) from None
             with closing(document):
                 try:
-                    return _read(document, CharBudget(limits))
+                    return _read(document, CharBudget(limits), TableReader(limits.max_table_pages))
                 except PipelineError:
                     raise
                 except Exception as error:  # a native library fails in many ways; none may escape
@@ -77,38 +75,45 @@ def _load_error(error: pdfium.PdfiumError, filename: str) -> PipelineError:
     return PipelineError("PDF_CORRUPT", f"{filename[:200]} is not a readable PDF ({error})")
 
 
-def _read(document: pdfium.PdfDocument, budget: CharBudget) -> Extraction:
+def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader) -> Extraction:
     """Every page's text with its physical number and printed label, without running headers and
     footers (pipeline.extractors.page_furniture), its reference list marked
-    (pipeline.extractors.reference_lists); close each page at once.
+    (pipeline.extractors.reference_lists), each line's box in a line table, its tables as segments
+    of their own (pipeline.extractors.pdf_tables) after its text; close each page at once.
 
     The page count is the page tree's own claim, so a tree claiming 200,000 pages is refused
     before any page is loaded; a page is read only up to the per-page cap.
     """
-    texts: dict[int, str] = {}
+    lines: dict[int, list[PageLine]] = {}
+    page_tables: dict[int, list[PageTable]] = {}
     needing_ocr: list[int] = []
     page_count = len(document)
     budget.check_pages(page_count)
     for index in range(page_count):
         with closing(document[index]) as page, closing(page.get_textpage()) as textpage:
             wanted = budget.page_chars(index + 1, textpage.count_chars())
-            text = clean_page_text(textpage.get_text_range(0, wanted)) if wanted else ""
-        budget.spend(len(text))
-        if text:
-            texts[index + 1] = text
+            frame = PageFrame.of(page)
+            page_lines = read_lines(textpage, wanted, frame)
+            found = tables.read(index, page, textpage, frame) if any(line.text for line in page_lines) else []
+        if found:
+            page_tables[index + 1] = found
+            page_lines = _outside(page_lines, found)
+        text = page_text(page_lines)
+        budget.spend(len(text) + sum(len(table.text) for table in found))
+        if text or found:
+            lines[index + 1] = page_lines
         else:
             needing_ocr.append(index + 1)
-    clean = remove_running_lines(texts)
+    clean = remove_running_lines({number: page_text(found) for number, found in lines.items()})
     defined_labels = {number: document.get_page_label(number - 1) for number in clean.texts}
     labels = defined_labels if any(defined_labels.values()) else clean.labels
+    located = {number: {"page": number, **({"page_label": labels[number]} if labels.get(number) else {})} for number in lines}
     segments = mark_reference_lists([
-        Segment(text=text, locator={"page": number, **({"page_label": labels[number]} if labels.get(number) else {})})
-        for number, text in clean.texts.items()
-        if text
+        Segment(text=text, locator=located[number]) for number, text in clean.texts.items() if text
     ])
     return Extraction(
         mime="application/pdf",
-        segments=segments,
+        segments=_with_tables(_with_line_tables(segments, lines), page_tables, located),
         title=_title(document),
         page_count=page_count,
         pages_needing_ocr=needing_ocr,
@@ -116,23 +121,46 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget) -> Extraction:
     )
 
 
-def clean_page_text(raw: str) -> str:
-    """Normalise PDFium page text: newlines, marked hyphens, control characters, blank runs.
+def _outside(lines: list[PageLine], tables: list[PageTable]) -> list[PageLine]:
+    """The page's lines less those in a table's rows, which the table's own segment holds."""
+    rows = [row for table in tables for row in table.rows]
 
-    A marked hyphen is dropped only before a lower-case letter ("imple-mented"); before anything
-    else it stays a hyphen ("Schwarz-Weiß"), because guessing wrong would corrupt names and
-    compounds. Hyphens PDFium did not mark are left alone for the same reason.
-    """
-    text = raw.replace("\r\n", "\n").replace("\r", "\n")
-    text = _MARKED_HYPHEN.sub(_resolve_hyphen, text)
-    text = _CONTROL.sub("", text)
-    text = _TRAILING_SPACE.sub("\n", text)
-    return _BLANK_LINES.sub("\n\n", text).strip()
+    def inside(line: PageLine) -> bool:
+        if line.box is None:
+            return False
+        middle_x, middle_y = (line.box[0] + line.box[2]) / 2, (line.box[1] + line.box[3]) / 2
+        return any(left <= middle_x <= right and top <= middle_y <= bottom for left, top, right, bottom in rows)
+
+    return [line for line in lines if not inside(line)]
 
 
-def _resolve_hyphen(match: re.Match[str]) -> str:
-    following = match.group(1)
-    return following if following.islower() else "-" + following
+def _with_tables(
+    segments: list[Segment], page_tables: dict[int, list[PageTable]], located: dict[int, dict[str, object]]
+) -> list[Segment]:
+    """``segments`` (in page order) with each page's tables after the page's text, numbered on
+    the page."""
+    by_page: dict[int, list[Segment]] = {}
+    for segment in segments:
+        by_page.setdefault(segment.locator["page"], []).append(segment)
+    placed: list[Segment] = []
+    for number in sorted(set(by_page) | set(page_tables)):
+        placed.extend(by_page.get(number, []))
+        placed.extend(
+            Segment(table.text, {**located[number], "table": ordinal, LINES: table.lines})
+            for ordinal, table in enumerate(page_tables.get(number, []), start=1)
+        )
+    return placed
+
+
+def _with_line_tables(segments: list[Segment], lines: dict[int, list[PageLine]]) -> list[Segment]:
+    """Each segment with the line table of its lines (pipeline.line_boxes), found in page order."""
+    cursors: dict[int, int] = {}
+    located: list[Segment] = []
+    for segment in segments:
+        page = segment.locator["page"]
+        table, cursors[page] = line_table(segment.text, lines[page], cursors.get(page, 0))
+        located.append(Segment(segment.text, {**segment.locator, LINES: table}))
+    return located
 
 
 def _title(document: pdfium.PdfDocument) -> str | None:

@@ -1,8 +1,9 @@
-"""Scans and images in the real service: OCR reads them in the worker (tesseract, the default),
-an answer from a scan cites its page and the boxes of the cited lines, and the viewer renders the
-scanned page (not blank: pixels read back from Chromium) with boxes over the printed words of
-the quoted lines. A
-scan whose images are JPEG 2000 renders too (pdf.js's WebAssembly decoder under our CSP)."""
+"""Scans, images and tables in the real service: OCR reads them in the worker (tesseract, the
+default), an answer from a scan cites its page and the boxes of the cited lines, and the viewer
+renders the scanned page (not blank: pixels read back from Chromium) with boxes over the printed
+words of the quoted lines. A scan whose images are JPEG 2000 renders too (pdf.js's WebAssembly
+decoder under our CSP). A question about a figure in a ruled table is answered from the table's
+row, which the viewer boxes on the page."""
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -23,17 +24,18 @@ from pipeline.ocr.engines import missing
 @pytest.fixture(scope="module")
 def scans(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: ignore[no-untyped-def]
     """A service of its own whose notebook holds a scanned brochure, a scanned book (JPEG 2000
-    images with their own OCR layer) and an infographic image, indexed."""
+    images with their own OCR layer), an infographic image and a one-table report, indexed."""
     require(missing("tesseract") is None, f"tesseract: {missing('tesseract')}")
     tmp = tmp_path_factory.mktemp("scans")
     vault = VaultBuilder(tmp / "vault")
     vault.record("brochure", "LinnSequencer brochure", file=vault.attach_corpus("pdf/linn.pdf"))
     vault.record("vicksburg", "The siege of Vicksburg", file=vault.attach_corpus("pdf/Seige_of_Vicksburg_Sample_OCR.pdf"))
     vault.record("poster", "Coronavirus poster", file=vault.attach_corpus("images/english.png"))
+    vault.record("nics", "Firearm background checks", file=vault.attach_corpus("pdf/nics-background-checks-2015-11.pdf"))
     with ExitStack() as stack:
         d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, redis=False))
         d.start_web()
-        notebook_id = d.api.create(["brochure", "vicksburg", "poster"], title="Scans")
+        notebook_id = d.api.create(["brochure", "vicksburg", "poster", "nics"], title="Scans")
         detail = d.api.wait_for_job(notebook_id, timeout=240)
         assert detail["job"]["state"] == "succeeded", detail
         service = Service(d, str(d.api.http.base_url).rstrip("/"), d.token, d.token, "")
@@ -70,9 +72,9 @@ INK = """(selector) => {
     for (let i = 0; i < data.length; i += 4) if (data[i] + data[i + 1] + data[i + 2] < 384) count += 1;
     return count / (data.length / 4);
   };
-  const box = sheet.querySelector('.ocr-box');
+  const box = sheet.querySelector('.cited-box');
   const inBox = box ? (() => { const b = box.getBoundingClientRect(); return dark(b.left - sheetBox.left, b.top - sheetBox.top, b.width, b.height); })() : null;
-  return { page: dark(0, 0, canvas.width, canvas.height), box: inBox, boxes: sheet.querySelectorAll('.ocr-box').length };
+  return { page: dark(0, 0, canvas.width, canvas.height), box: inBox, boxes: sheet.querySelectorAll('.cited-box').length };
 }"""
 
 
@@ -120,3 +122,20 @@ def test_a_jpeg2000_scan_renders_under_the_content_security_policy(scans, open_p
     expect(sheet).to_have_attribute("data-highlighted", "true")
     ink = page.evaluate(INK, ".pdf-page[data-page-number='1']")
     assert ink["page"] > 0.02, ink  # the scanned image itself, not only an invisible text layer
+
+
+def test_a_table_question_is_answered_from_its_row_and_the_viewer_boxes_the_row(scans, open_page, shot) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = scans
+    citation = _cited(service, notebook_id, "How many handgun background checks did Alabama have in November 2015?", "nics")
+    locator = citation["locator"]
+    assert locator["page"] == 1 and locator["table"] == 1 and len(locator["boxes"]) == 1, locator
+    assert citation["quote"].startswith("State / Territory: Alabama |") and "Handgun: 23,022" in citation["quote"], citation
+
+    page = open_page("desktop")
+    _open(page, service, notebook_id, citation)
+    sheet = page.locator(".pdf-page[data-page-number='1']")
+    expect(sheet).to_have_attribute("data-highlighted", "true")
+    ink = page.evaluate(INK, ".pdf-page[data-page-number='1']")
+    assert ink["boxes"] == 1 and ink["box"] > 0.02, ink  # the row's box, over its printed figures
+    expect(page.locator("[data-role=evidence-locator]")).to_have_text("Page 1 · table 1")
+    shot(page, "evidence-table")

@@ -64,7 +64,7 @@ def test_an_image_only_pdf_page_is_read_with_its_boxes(engine, corpus_dir):
     [segment] = extraction.segments
     assert character_accuracy(segment.text, OCR_TEST_TRUTH) > 0.95
     assert segment.locator["page"] == 1 and segment.locator["ocr"] == engine
-    spans = segment.locator["ocr_lines"]
+    spans = segment.locator["lines"]
     assert spans and all(0 <= x0 < x1 <= 1 and 0 <= y0 < y1 <= 1 for _, _, x0, y0, x1, y1 in spans)
     assert [segment.text[int(start):int(end)] for start, end, *_ in spans] == segment.text.split("\n")
 
@@ -96,7 +96,7 @@ def test_tesseract_reads_every_page_of_the_turned_pdf(corpus_dir):
     assert [segment.locator["page"] for segment in extraction.segments] == [1, 2, 3, 4]
     for segment in extraction.segments:
         assert character_accuracy(segment.text, LINN) > 0.95, segment.locator["page"]
-    title_boxes = [segment.locator["ocr_lines"][0][2:] for segment in extraction.segments]
+    title_boxes = [segment.locator["lines"][0][2:] for segment in extraction.segments]
     centres = [((x0 + x1) / 2, (y0 + y1) / 2) for x0, y0, x1, y1 in title_boxes]
     assert centres[0][1] < 0.1 and centres[1][0] > 0.9 and centres[2][1] > 0.9 and centres[3][0] < 0.1
 
@@ -112,7 +112,7 @@ def test_easyocr_reads_a_turned_page_upright(turn, corpus_dir):
     picture.save(buffer, format="PNG")
     [segment] = _extract(corpus_dir / "images" / "english.png", _limits("easyocr"), data=buffer.getvalue()).segments
     assert character_accuracy(segment.text, truth_pages()[6].truth) > 0.9
-    first_line = segment.locator["ocr_lines"][0][2:]  # "Reduce your risk ...", the headline
+    first_line = segment.locator["lines"][0][2:]  # "Reduce your risk ...", the headline
     centre_x, centre_y = (first_line[0] + first_line[2]) / 2, (first_line[1] + first_line[3]) / 2
     assert {90: centre_x > 0.7, 180: centre_y > 0.7, 270: centre_x < 0.3}[turn], (turn, first_line)
 
@@ -130,7 +130,7 @@ def test_chunks_of_a_scan_cite_their_page_and_the_boxes_of_their_lines(corpus_di
     assert len(rows) > 1 and {row["locator"]["page"] for row in rows} == {1}
     for row in rows:
         locator = row["locator"]
-        assert locator["ocr"] == "tesseract" and "ocr_lines" not in locator
+        assert locator["ocr"] == "tesseract" and "lines" not in locator
         assert 0 < len(locator["boxes"]) == len(locator["box_spans"]) < 60
         assert all(0 <= start < end <= len(row["text"]) for start, end in locator["box_spans"])
     first = rows[0]["locator"]

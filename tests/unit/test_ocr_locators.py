@@ -1,12 +1,15 @@
-"""OCR locators and orientation arithmetic, without an engine."""
+"""Line tables carried to chunks (OCR and PDF text), and orientation arithmetic, without an engine."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pipeline.chunker import ChunkSettings, chunk_segments
+from pipeline.line_boxes import LINES
 from pipeline.ocr.lines import OcrLine, OcrPage
-from pipeline.ocr.locators import chunk_locator, page_segment
+from pipeline.ocr.locators import page_segment
 from pipeline.ocr.orientation import box_on_page, turned
+from pipeline.types import Segment
 
 
 def test_a_chunk_keeps_the_boxes_of_the_lines_its_span_overlaps():
@@ -17,14 +20,40 @@ def test_a_chunk_keeps_the_boxes_of_the_lines_its_span_overlaps():
     ])
     segment = page_segment(3, page)
     assert segment.text == "first line\nsecond line\nthird"
-    second = segment.text.index("second")
-    locator = chunk_locator({**segment.locator, "char_start": second, "char_end": len(segment.text)})
-    assert locator == {
-        "page": 3, "ocr": "tesseract", "char_start": second, "char_end": len(segment.text),
+    first, second = chunk_segments([segment], source_fingerprint="f", settings=ChunkSettings(17, 0))
+    assert [first.text, second.text] == ["first line second", "line third"]
+    assert second.locator == {
+        "page": 3, "ocr": "tesseract", "char_start": segment.text.index("line\nthird"), "char_end": len(segment.text),
         "boxes": [[0.1, 0.2, 0.6, 0.22], [0.1, 0.3, 0.3, 0.32]],
-        "box_spans": [[0, 11], [12, 17]],
+        "box_spans": [[0, 4], [5, 10]],
     }
-    assert chunk_locator({"page": 1, "char_start": 0, "char_end": 4}) == {"page": 1, "char_start": 0, "char_end": 4}
+    assert first.locator["boxes"] == [[0.1, 0.1, 0.5, 0.12], [0.1, 0.2, 0.6, 0.22]]
+    assert first.locator["box_spans"] == [[0, 10], [11, 17]]
+
+
+def test_box_spans_hold_in_the_chunk_text_where_the_chunker_collapsed_whitespace():
+    """PDF text keeps runs of spaces and blank lines that the chunker collapses: the spans are
+    offsets in the chunk's own text, where the viewer looks for the quote."""
+    text = "Alpha   beta\n\n\nGamma  delta"
+    lines = [[0, 12, 0.1, 0.1, 0.5, 0.12], [15, 27, 0.1, 0.2, 0.5, 0.22]]
+    (chunk,) = chunk_segments([Segment(text, {"page": 1, LINES: lines})], source_fingerprint="f")
+    assert chunk.text == "Alpha beta\nGamma delta"
+    assert chunk.locator["box_spans"] == [[0, 10], [11, 22]]
+    assert [chunk.text[a:b] for a, b in chunk.locator["box_spans"]] == ["Alpha beta", "Gamma delta"]
+
+
+def test_segments_sharing_a_locator_keep_their_own_lines():
+    one = Segment("one", {"page": 1, LINES: [[0, 3, 0.1, 0.1, 0.2, 0.2]]})
+    two = Segment("two", {"page": 1, LINES: [[0, 3, 0.1, 0.5, 0.2, 0.6]]})
+    (chunk,) = chunk_segments([one, two], source_fingerprint="f")
+    assert chunk.text == "one\ntwo"
+    assert chunk.locator["box_spans"] == [[0, 3], [4, 7]]
+    assert chunk.locator["boxes"] == [[0.1, 0.1, 0.2, 0.2], [0.1, 0.5, 0.2, 0.6]]
+
+
+def test_a_chunk_of_a_segment_without_a_line_table_has_no_boxes():
+    (chunk,) = chunk_segments([Segment("plain", {"page": 1})], source_fingerprint="f")
+    assert chunk.locator == {"page": 1, "char_start": 0, "char_end": 5}
 
 
 @pytest.mark.parametrize("rotation", [0, 90, 180, 270])

@@ -32,14 +32,17 @@ export function isWebCitation(citation) {
   return Boolean(citation.locator && "url" in citation.locator);
 }
 
-/** " · machine-read (tesseract)" for text OCR read off a scan: readers should know a quote may hold misreadings. */
-function ocrNote(locator) {
-  return locator.ocr ? ` · machine-read (${locator.ocr})` : "";
+/**
+ * " · table 2" for a row of a page's table, " · machine-read (tesseract)" for text OCR read off a
+ * scan: readers should know a quote may hold misreadings.
+ */
+function pageNote(locator) {
+  return `${locator.table ? ` · table ${locator.table}` : ""}${locator.ocr ? ` · machine-read (${locator.ocr})` : ""}`;
 }
 
 /** A short place name: "p. 12 (printed 37)", "1:05", "line 40". */
 export function locatorLabel(locator = {}) {
-  if (locator.page) return `p. ${locator.page}${locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : ""}${ocrNote(locator)}`;
+  if (locator.page) return `p. ${locator.page}${locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : ""}${pageNote(locator)}`;
   if (locator.start !== undefined) return formatTime(locator.start);
   if (locator.url) return locator.fragment ? `#${locator.fragment}` : "web page";
   if (locator.line !== undefined) return `line ${locator.line}`;
@@ -50,7 +53,7 @@ export function locatorLabel(locator = {}) {
 export function locatorText(locator = {}) {
   if (locator.page) {
     const printed = locator.page_label && locator.page_label !== String(locator.page) ? ` (printed page ${locator.page_label})` : "";
-    return `Page ${locator.page}${printed}${ocrNote(locator)}`;
+    return `Page ${locator.page}${printed}${pageNote(locator)}`;
   }
   if (locator.start !== undefined) {
     return locator.end !== undefined && locator.end > locator.start
@@ -155,12 +158,12 @@ function highlightTextLayer(textLayer, quote) {
 }
 
 /**
- * Draw the cited lines' boxes (fractions of the page, from OCR) over `sheet`; returns the first,
+ * Draw the cited lines' boxes (fractions of the page as shown) over `sheet`; returns the first,
  * or null when the locator has none.
  */
 function drawBoxes(sheet, boxes = []) {
   const drawn = boxes.map(([left, top, right, bottom]) => {
-    const box = h("div", { class: "ocr-box", "aria-hidden": "true" });
+    const box = h("div", { class: "cited-box", "aria-hidden": "true" });
     Object.assign(box.style, {
       left: `${left * 100}%`, top: `${top * 100}%`, width: `${(right - left) * 100}%`, height: `${(bottom - top) * 100}%`,
     });
@@ -186,13 +189,15 @@ function quotedBoxes(cited, text, quote) {
 }
 
 /**
- * Mark the cited passage on a rendered page: the boxes of the OCR lines the quote spans (`text`:
- * the chunk's), else the quote in pdf.js's text layer.
+ * Mark the cited passage on a rendered page. Text read by OCR: the boxes of the lines the quote
+ * spans (`text`: the chunk's). A text layer: the quote's own characters in it, else (a table's
+ * rows, written differently from the page) the boxes of the cited lines.
  */
 function markCited(sheet, cited, { textLayer = null, quote = "", text = "" }) {
-  const mark = cited.boxes?.length
-    ? drawBoxes(sheet, quotedBoxes(cited, text, quote))
-    : quote && textLayer ? highlightTextLayer(textLayer, quote) : null;
+  const boxes = () => (cited.boxes?.length ? drawBoxes(sheet, quotedBoxes(cited, text, quote)) : null);
+  const mark = cited.ocr
+    ? boxes()
+    : (quote && textLayer ? highlightTextLayer(textLayer, quote) : null) ?? boxes();
   sheet.dataset.highlighted = mark ? "true" : "false";
   mark?.scrollIntoView({ block: "center" });
 }

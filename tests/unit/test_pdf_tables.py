@@ -1,0 +1,82 @@
+"""Ruled tables of corpus PDFs become segments of their own: one row per line, every value with
+its column's heading (a merged group heading included), a box per row, the rows out of the page
+text; a table going on over the next page keeps its headings; figures' frames are no tables, and
+the page cap holds."""
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import pdfplumber
+from pipeline.extractors import extract
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.line_boxes import LINES
+from pipeline.types import Extraction
+
+NICS = "nics-background-checks-2015-11.pdf"
+
+
+def _extracted(corpus_dir: Path, name: str, limits: ExtractLimits = ExtractLimits()) -> Extraction:
+    return extract((corpus_dir / "pdf" / name).read_bytes(), filename=name, mime="application/pdf", limits=limits)
+
+
+def _tables(extraction: Extraction) -> list:
+    return [segment for segment in extraction.segments if "table" in segment.locator]
+
+
+def test_each_row_of_the_nics_table_names_its_columns(corpus_dir: Path) -> None:
+    extraction = _extracted(corpus_dir, NICS)
+    (table,) = _tables(extraction)
+    assert table.locator["page"] == 1 and table.locator["table"] == 1
+    rows = table.text.split("\n\n")
+    assert len(rows) == 56  # 50 states, DC, Guam, Mariana Islands, Puerto Rico, Virgin Islands, Totals... one per line
+    alabama = rows[0]
+    assert alabama.startswith("State / Territory: Alabama | Permit: 18,870 | Handgun: 23,022 | Long Gun: 22,650")
+    assert "Pre-Pawn Handgun: 14" in alabama and "Return to Seller - Private Sale Handgun: 3" in alabama
+    assert alabama.endswith("Totals: 71,137")
+    assert any(row.startswith("State / Territory: Wyoming |") for row in rows)
+
+
+def test_a_table_row_has_the_box_of_its_printed_row(corpus_dir: Path) -> None:
+    extraction = _extracted(corpus_dir, NICS)
+    (table,) = _tables(extraction)
+    lines = table.locator[LINES]
+    assert len(lines) == len(table.text.split("\n\n"))
+    with pdfplumber.open(corpus_dir / "pdf" / NICS) as pdf:
+        page = pdf.pages[0]
+        for word in ("Alabama", "Kentucky", "Wyoming"):
+            row = next(line for line in lines if table.text[line[0]:line[1]].startswith(f"State / Territory: {word} |"))
+            printed = next(w for w in page.extract_words() if w["text"] == word)
+            left, top, right, bottom = row[2:]
+            middle = ((printed["top"] + printed["bottom"]) / 2) / page.height
+            assert top < middle < bottom and left <= printed["x0"] / page.width and right > 0.9
+            assert bottom - top < 0.03  # one printed row, not the ruled band of five
+
+
+def test_the_rows_leave_the_page_text_and_titles_stay(corpus_dir: Path) -> None:
+    extraction = _extracted(corpus_dir, NICS)
+    (text,) = [segment for segment in extraction.segments if "table" not in segment.locator]
+    assert "NICS Firearm Background Checks" in text.text and "DISCLAIMERS" in text.text
+    assert "23,022" not in text.text and "Alabama" not in text.text
+
+
+def test_a_table_going_on_over_the_next_page_keeps_its_headings(corpus_dir: Path) -> None:
+    tables = _tables(_extracted(corpus_dir, "ca-warn-report.pdf"))
+    second = next(table for table in tables if table.locator["page"] == 2)
+    assert len(second.locator[LINES]) == len(second.text.split("\n\n"))
+    assert second.text.startswith("Notice Date: 07/17/2015 | Effective: 09/18/2015 | Received: 07/21/2015 | Company: Boeing Company")
+
+
+def test_pages_without_tables_and_the_page_cap(corpus_dir: Path) -> None:
+    assert not _tables(_extracted(corpus_dir, "dmca.pdf"))
+    capped = _extracted(corpus_dir, NICS, replace(ExtractLimits(), max_table_pages=0))
+    assert not _tables(capped) and "23,022" in capped.segments[0].text  # the table stays in the page's text
+
+
+def test_frames_of_figures_are_not_taken_for_tables(corpus_dir: Path) -> None:
+    """A figure of symbols in a frame (tableformer, page 3) and frames drawn over a page's text
+    (tracemonkey) make no tables, while the tables beside them do."""
+    tables = _tables(_extracted(corpus_dir, "tableformer-2203.00274.pdf"))
+    assert "Nation: Great Britain | Gold: 2 | Silver: 1 | Bronze: 2" in "\n".join(table.text for table in tables)
+    assert not any("⬤" in table.text for table in tables)
+    assert not _tables(_extracted(corpus_dir, "tracemonkey.pdf"))
