@@ -7,7 +7,10 @@ which number is the handgun count. Each row is written with its column headings 
 table carries its header and a quote names what its number is. Each row has its box, so a
 citation highlights the row; the rows' lines leave the page text (pipeline.extractors.pdf),
 titles and notes that span the whole table stay there. A table that goes on over the next page
-without repeating its header gets the last one's labels.
+without repeating its header gets the last one's labels. A title drawn across the top of the
+table ("NICS Firearm Background Checks November - 2015") opens every row, so that a row quoted on
+its own says what it counts, and a question naming the report finds the row rather than the
+title's own line.
 
 The grid is pdfplumber's: its table finder (edges, intersections, cells, tables) runs on the
 rulings and frames PDFium reports for the page's path objects, and the cells' text is PDFium's.
@@ -47,6 +50,7 @@ _WIDEN = 1.0
 _NUMERIC = re.compile(r"^[\s$€£¥(+\-–]*\d[\d.,:/\-\s]*%?\)?\*?$")
 # Longer than this, a "heading" is a paragraph a figure's frame made look like a table.
 MAX_LABEL_CHARS = 80
+MAX_TITLE_CHARS = 120
 # Rows apart as paragraphs: the chunker keeps a paragraph break, so each row stays a sentence of
 # its own that the answer engine can quote (a single line break becomes a space).
 ROW_BREAK = "\n\n"
@@ -63,22 +67,23 @@ Rect = tuple[float, float, float, float]  # pdfplumber's (x0, top, x1, bottom): 
 @dataclass(frozen=True)
 class PageTable:
     """One table: its rows as text, each row's span in it and box (a line table), the boxes of
-    its header and rows, and its column labels (for a next page that goes on with it)."""
+    its header and rows, and its title and column labels (for a next page that goes on with it)."""
 
     text: str
     lines: list[list[float]]
     rows: list[Box]
     labels: list[str]
+    title: str
 
 
 class TableReader:
     """Tables page by page, within ``max_pages`` pages (``ExtractLimits.max_table_pages``) that
-    draw something, carrying a table's labels to the next page."""
+    draw something, carrying a table's title and labels to the next page."""
 
     def __init__(self, max_pages: int) -> None:
         self._max_pages = max_pages
         self._read = 0
-        self._last: tuple[int, list[str]] | None = None  # page index and labels of its last table
+        self._last: tuple[int, PageTable] | None = None  # a page index and its last table
 
     def read(self, index: int, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, frame: PageFrame) -> list[PageTable]:
         """The tables of page ``index`` (0-based)."""
@@ -100,9 +105,9 @@ class TableReader:
             table = _table(reading, cells, rects, carried)
             if table is not None:
                 tables.append(table)
-                carried = table.labels
+                carried = table
         if tables:
-            self._last = (index, tables[-1].labels)
+            self._last = (index, tables[-1])
         return tables
 
 
@@ -235,7 +240,9 @@ def _cell_text(textpage: pdfium.PdfTextPage, rect: Rect, page_top: float) -> str
     return "\n".join(line for line in (clean_line(part).strip() for part in re.split(r"\r\n|\r|\n", raw)) if line)
 
 
-def _table(reading: _Reading, cells: list[Cells], rects: list[list[Rect | None]], carried: list[str] | None) -> PageTable | None:
+def _table(
+    reading: _Reading, cells: list[Cells], rects: list[list[Rect | None]], carried: PageTable | None
+) -> PageTable | None:
     if len(cells[0]) < MIN_COLUMNS:
         return None
     inner = [index for index, row in enumerate(cells) if not _spans_table(row)]
@@ -243,12 +250,16 @@ def _table(reading: _Reading, cells: list[Cells], rects: list[list[Rect | None]]
         return None
     header_end = _header_end(cells, inner)
     header = [index for index in inner if index < header_end]
+    continued = carried is not None and not header and len(carried.labels) == len(cells[0])
     if header:
         labels = _labels(reading, [cells[index] for index in header], [rects[index] for index in header], _columns(rects))
     else:
-        labels = carried if carried is not None and len(carried) == len(cells[0]) else [""] * len(cells[0])
+        labels = carried.labels if carried is not None and continued else [""] * len(cells[0])
     if any(len(label) > MAX_LABEL_CHARS or (label and not _ALNUM.search(label)) for label in labels):
         return None  # a figure's frame: paragraphs or symbols for headings
+    title = " ".join(_flat(cells[index][0]) for index in range(inner[0]) if _flat(cells[index][0]))[:MAX_TITLE_CHARS]
+    if carried is not None and continued:
+        title = carried.title
     rows: list[tuple[str, Rect]] = []
     for index in inner:
         if index < header_end:
@@ -258,7 +269,7 @@ def _table(reading: _Reading, cells: list[Cells], rects: list[list[Rect | None]]
                 f"{label}: {value}" if label else value for label, value in zip(labels, values) if value
             )
             if text:
-                rows.append((text, rect))
+                rows.append((f"{title} · {text}" if title else text, rect))
     if len(rows) < MIN_ROWS:
         return None
     lines: list[list[float]] = []
@@ -268,7 +279,7 @@ def _table(reading: _Reading, cells: list[Cells], rects: list[list[Rect | None]]
         offset += len(text) + len(ROW_BREAK)
     header_boxes = [reading.shown(_row_rect(rects[index])) for index in header]
     return PageTable(
-        ROW_BREAK.join(text for text, _ in rows), lines, header_boxes + [tuple(line[2:]) for line in lines], labels
+        ROW_BREAK.join(text for text, _ in rows), lines, header_boxes + [tuple(line[2:]) for line in lines], labels, title
     )
 
 

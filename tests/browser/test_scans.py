@@ -128,8 +128,8 @@ def test_a_table_question_is_answered_from_its_row_and_the_viewer_boxes_the_row(
     service, notebook_id = scans
     citation = _cited(service, notebook_id, "How many handgun background checks did Alabama have in November 2015?", "nics")
     locator = citation["locator"]
-    assert locator["page"] == 1 and locator["table"] == 1 and len(locator["boxes"]) == 1, locator
-    assert citation["quote"].startswith("State / Territory: Alabama |") and "Handgun: 23,022" in citation["quote"], citation
+    assert locator["page"] == 1 and locator.get("table") == 1 and len(locator["boxes"]) == 1, citation["quote"]
+    assert "State / Territory: Alabama |" in citation["quote"] and "Handgun: 23,022" in citation["quote"], citation
 
     page = open_page("desktop")
     _open(page, service, notebook_id, citation)
