@@ -39,6 +39,12 @@ from pipeline.line_boxes import Box, rounded
 RULING_THICKNESS = 3.0
 _SNAP = 3.0
 MIN_EDGES = 6
+# Bounds on the grid finder, whose cost grows with the product of the rulings in each direction:
+# a page drawing more (a map, a scatter plot, a crafted file) is not searched. nics, the densest
+# table of the corpus, draws 503 edges that merge into a few dozen; a ruled 100 x 50 grid of
+# separately drawn cells (20,000 edges) takes 1.7 s.
+MAX_EDGES = 20_000
+MAX_CROSSINGS = 250_000
 MIN_ROWS = 2
 MIN_COLUMNS = 2
 # A grid whose cells are mostly empty is a figure's frames, not a table.
@@ -91,7 +97,7 @@ class TableReader:
             return []
         page_top = page.get_cropbox()[3]
         edges = _drawn_edges(page, page_top)
-        if len(edges) < MIN_EDGES:
+        if not MIN_EDGES <= len(edges) <= MAX_EDGES:
             return []
         self._read += 1
         carried = self._last[1] if self._last and self._last[0] == index - 1 else None
@@ -189,6 +195,8 @@ def _drawn_edges(page: pdfium.PdfPage, top: float) -> list[dict[str, Any]]:
         edges.append({"x0": x, "x1": x, "top": top - y1, "bottom": top - y0, "width": 0.0, "height": y1 - y0, "orientation": "v"})
 
     for path in page.get_objects(filter=[pdfium_c.FPDF_PAGEOBJ_PATH], max_depth=3):
+        if len(edges) > MAX_EDGES:
+            break  # a map or a plot, not a table: the caller skips the page
         left, bottom, right, upper = path.get_bounds()
         width, height = right - left, upper - bottom
         if height < RULING_THICKNESS and width > _SNAP:
@@ -209,6 +217,9 @@ def _grids(edges: list[dict[str, Any]]) -> list[Table]:
         edge for edge in merge_edges(edges, _SNAP, _SNAP, _SNAP, _SNAP)
         if edge["width" if edge["orientation"] == "h" else "height"] >= _SNAP
     ]
+    across = sum(edge["orientation"] == "h" for edge in merged)
+    if across * (len(merged) - across) > MAX_CROSSINGS:
+        return []
     cells = intersections_to_cells(edges_to_intersections(merged, _SNAP, _SNAP))
     return [
         Table(None, group) for group in cells_to_tables(cells)

@@ -82,3 +82,45 @@ def test_frames_of_figures_are_not_taken_for_tables(corpus_dir: Path) -> None:
     assert "Nation: Great Britain | Gold: 2 | Silver: 1 | Bronze: 2" in "\n".join(table.text for table in tables)
     assert not any("⬤" in table.text for table in tables)
     assert not _tables(_extracted(corpus_dir, "tracemonkey.pdf"))
+
+
+def _drawing_heavy_page(lines: int) -> bytes:
+    """A one-page PDF with a line of text and ``lines`` short strokes scattered over it (a plot,
+    a map, or a file made to make the grid finder work quadratically)."""
+    import ctypes
+    import io
+    import random
+
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as pdfium_c
+
+    document = pdfium.PdfDocument.new()
+    page = document.new_page(600, 800)
+    text = pdfium_c.FPDFPageObj_NewTextObj(document, b"Helvetica", 12.0)
+    line = "A scatter plot of thirty thousand strokes"
+    pdfium_c.FPDFText_SetText(text, (ctypes.c_ushort * (len(line) + 1))(*map(ord, line), 0))  # UTF-16, NUL-ended
+    pdfium_c.FPDFPageObj_Transform(text, 1, 0, 0, 1, 50, 750)
+    pdfium_c.FPDFPage_InsertObject(page, text)
+    scatter = random.Random(3)
+    for index in range(lines):
+        x, y = scatter.uniform(0, 590), scatter.uniform(0, 700)
+        path = pdfium_c.FPDFPageObj_CreateNewPath(x, y)
+        pdfium_c.FPDFPath_LineTo(path, x + (8 if index % 2 else 0.5), y + (0.5 if index % 2 else 8))
+        pdfium_c.FPDFPath_SetDrawMode(path, 0, True)
+        pdfium_c.FPDFPage_InsertObject(page, path)
+    pdfium_c.FPDFPage_GenerateContent(page)
+    buffer = io.BytesIO()
+    document.save(buffer)
+    return buffer.getvalue()
+
+
+def test_a_page_drawing_too_much_is_not_searched_for_tables(monkeypatch) -> None:
+    import pipeline.extractors.pdf_tables as tables
+
+    def no_grids(edges):  # type: ignore[no-untyped-def]
+        raise AssertionError(f"the grid finder ran on {len(edges)} edges")
+
+    monkeypatch.setattr(tables, "_grids", no_grids)
+    extraction = extract(_drawing_heavy_page(30_000), filename="plot.pdf", mime="application/pdf", limits=ExtractLimits())
+    assert extraction.segments[0].text == "A scatter plot of thirty thousand strokes"
+    assert not _tables(extraction)
