@@ -38,13 +38,17 @@ def chunk_boxes(
     ``to_chunk_text`` maps such an offset to the chunker's whitespace-collapsed text, which is what
     the chunk's text is a slice of (its ``start`` maps to the chunk's first character).
     """
+    def after(index: int) -> int:
+        """Where an end offset goes: just after its last character, not past a collapsed gap."""
+        return to_chunk_text(index - 1) + 1 if index > 0 else 0
+
     first = to_chunk_text(start)
-    last = to_chunk_text(end)
+    last = after(end)
     covered = [span for span in spans if span[0] < end and span[1] > start]
     return {
         "boxes": [list(span[2:]) for span in covered],
         "box_spans": [
-            [max(to_chunk_text(int(span[0])), first) - first, min(to_chunk_text(int(span[1])), last) - first]
+            [max(to_chunk_text(int(span[0])), first) - first, min(after(int(span[1])), last) - first]
             for span in covered
         ],
     }

@@ -7,6 +7,7 @@ pdfplumber's table finder finds the grids of tables (pipeline.extractors.pdf_tab
 """
 from __future__ import annotations
 
+import logging
 import re
 from contextlib import closing
 
@@ -32,6 +33,10 @@ _FILENAME_TITLE = re.compile(
     re.IGNORECASE,
 )
 _PLACEHOLDER_TITLES = {"untitled", "untitled document", "title", "document"}
+# How far (a fraction of the page) a line's box may stand out of a table row and still be the row's.
+_ROW_SLACK = 0.004
+
+log = logging.getLogger(__name__)
 
 
 class PdfExtractor(Extractor):
@@ -94,7 +99,9 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
             wanted = budget.page_chars(index + 1, textpage.count_chars())
             frame = PageFrame.of(page)
             page_lines = read_lines(textpage, wanted, frame)
-            found = tables.read(index, page, textpage, frame) if any(line.text for line in page_lines) else []
+            found = _tables(tables, index, page, textpage, frame) if any(line.text for line in page_lines) else []
+        if sum(len(table.text) for table in found) > budget.limits.max_page_chars:
+            found = []  # rows repeat their headings: past the page cap, the page keeps its text
         if found:
             page_tables[index + 1] = found
             page_lines = _outside(page_lines, found)
@@ -121,17 +128,33 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
     )
 
 
+def _tables(tables: TableReader, index: int, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, frame: PageFrame) -> list[PageTable]:
+    """The page's tables; a failure of the table search costs the page its tables, not the
+    source its text (the page keeps them as text)."""
+    try:
+        return tables.read(index, page, textpage, frame)
+    except Exception:  # noqa: BLE001 - pdfplumber's geometry on whatever a page draws
+        log.exception("table search failed on page %d", index + 1)
+        return []
+
+
 def _outside(lines: list[PageLine], tables: list[PageTable]) -> list[PageLine]:
-    """The page's lines less those in a table's rows, which the table's own segment holds."""
+    """The page's lines less those lying within a row of a table, which the table's own segment
+    holds; a line reaching out of the row (text beside the table, joined to the row's line by
+    PDFium) stays, a duplicate of the row's figures being better than losing the text."""
     rows = [row for table in tables for row in table.rows]
 
-    def inside(line: PageLine) -> bool:
+    def within(line: PageLine) -> bool:
         if line.box is None:
             return False
-        middle_x, middle_y = (line.box[0] + line.box[2]) / 2, (line.box[1] + line.box[3]) / 2
-        return any(left <= middle_x <= right and top <= middle_y <= bottom for left, top, right, bottom in rows)
+        left, top, right, bottom = line.box
+        return any(
+            left >= row[0] - _ROW_SLACK and right <= row[2] + _ROW_SLACK
+            and top >= row[1] - _ROW_SLACK and bottom <= row[3] + _ROW_SLACK
+            for row in rows
+        )
 
-    return [line for line in lines if not inside(line)]
+    return [line for line in lines if not within(line)]
 
 
 def _with_tables(

@@ -38,8 +38,9 @@ class PageLine:
 
 @dataclass(frozen=True)
 class PageFrame:
-    """The part of the page a viewer shows (the crop box) and how far it is turned, to put PDF
-    coordinates (points, origin bottom left, unturned) where the reader sees them."""
+    """The part of the page a viewer shows (the crop box within the media box, inherited from the
+    page tree where the page has none) and how far it is turned, to put PDF coordinates (points,
+    origin bottom left, unturned) where the reader sees them."""
 
     left: float
     bottom: float
@@ -49,7 +50,7 @@ class PageFrame:
 
     @classmethod
     def of(cls, page: pdfium.PdfPage) -> "PageFrame":
-        left, bottom, right, top = page.get_cropbox()
+        left, bottom, right, top = page.get_bbox()  # get_cropbox() ignores inherited boxes
         return cls(left, bottom, right, top, page.get_rotation() % 360)
 
     def shown(self, left: float, bottom: float, right: float, top: float) -> Box:

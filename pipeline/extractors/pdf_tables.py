@@ -39,18 +39,22 @@ from pipeline.line_boxes import Box, rounded
 RULING_THICKNESS = 3.0
 _SNAP = 3.0
 MIN_EDGES = 6
-# Bounds on the grid finder, whose cost grows with the product of the rulings in each direction:
-# a page drawing more (a map, a scatter plot, a crafted file) is not searched. nics, the densest
-# table of the corpus, draws 503 edges that merge into a few dozen; a ruled 100 x 50 grid of
-# separately drawn cells (20,000 edges) takes 1.7 s.
+# Bounds on the grid finder, whose cost grows with the square of the crossings of rulings (an
+# 80 x 80 grid, 6,400 crossings, takes 2.4 s): a page drawing more edges or crossings (a map, a
+# scatter plot, graph paper, a crafted file) is not searched, and a source stops being searched
+# once its pages' crossings pass a budget (about 20 pages of the worst grid searched, some
+# 30 s, well inside the extract timeout). nics, the densest table of the corpus, draws 503
+# edges that merge into a few dozen rulings.
 MAX_EDGES = 20_000
-MAX_CROSSINGS = 250_000
+MAX_CROSSINGS = 5_000
+MAX_SOURCE_CROSSINGS = 100_000
 MIN_ROWS = 2
 MIN_COLUMNS = 2
 # A grid whose cells are mostly empty is a figure's frames, not a table.
 MIN_FILLED_CELLS = 6
-# A grid with more than one filled cell in this many cut through by its sides is not a table.
-CUT_SHARE = 5
+# A grid with more than one filled cell in this many cut through by its sides is not a table (the
+# corpus tables have none; frames over a page, 7-50 %).
+CUT_SHARE = 20
 _WIDEN = 1.0
 # A value, not a heading: a number, an amount, a share, a date or a time.
 _NUMERIC = re.compile(r"^[\s$€£¥(+\-–]*\d[\d.,:/\-\s]*%?\)?\*?$")
@@ -84,25 +88,29 @@ class PageTable:
 
 class TableReader:
     """Tables page by page, within ``max_pages`` pages (``ExtractLimits.max_table_pages``) that
-    draw something, carrying a table's title and labels to the next page."""
+    draw something, carrying a table's title and labels to the next page. A page turned in its
+    dictionary is left alone: its grid would be read across its rows."""
 
     def __init__(self, max_pages: int) -> None:
         self._max_pages = max_pages
         self._read = 0
         self._last: tuple[int, PageTable] | None = None  # a page index and its last table
+        self._crossings = 0
 
     def read(self, index: int, page: pdfium.PdfPage, textpage: pdfium.PdfTextPage, frame: PageFrame) -> list[PageTable]:
         """The tables of page ``index`` (0-based)."""
-        if self._read >= self._max_pages:
+        if self._read >= self._max_pages or frame.rotation or self._crossings > MAX_SOURCE_CROSSINGS:
             return []
-        page_top = page.get_cropbox()[3]
+        page_top = frame.top
         edges = _drawn_edges(page, page_top)
         if not MIN_EDGES <= len(edges) <= MAX_EDGES:
             return []
         self._read += 1
         carried = self._last[1] if self._last and self._last[0] == index - 1 else None
         tables: list[PageTable] = []
-        for grid in _grids(edges):
+        grids, crossings = _grids(edges)
+        self._crossings += crossings
+        for grid in grids:
             rects: list[list[Rect | None]] = [list(row.cells) for row in grid.rows]
             cells = [[_cell_text(textpage, rect, page_top) if rect else None for rect in row] for row in rects]
             if not _mostly_filled(cells) or _cuts_words(textpage, page_top, cells, rects):
@@ -211,20 +219,22 @@ def _drawn_edges(page: pdfium.PdfPage, top: float) -> list[dict[str, Any]]:
     return edges
 
 
-def _grids(edges: list[dict[str, Any]]) -> list[Table]:
-    """pdfplumber's tables (with its default tolerances) of three rows and two columns or more."""
+def _grids(edges: list[dict[str, Any]]) -> tuple[list[Table], int]:
+    """pdfplumber's tables (with its default tolerances) of three rows and two columns or more,
+    and how many crossings of rulings the search could meet (none searched past the cap)."""
     merged = [
         edge for edge in merge_edges(edges, _SNAP, _SNAP, _SNAP, _SNAP)
         if edge["width" if edge["orientation"] == "h" else "height"] >= _SNAP
     ]
     across = sum(edge["orientation"] == "h" for edge in merged)
-    if across * (len(merged) - across) > MAX_CROSSINGS:
-        return []
+    crossings = across * (len(merged) - across)
+    if crossings > MAX_CROSSINGS:
+        return [], 0
     cells = intersections_to_cells(edges_to_intersections(merged, _SNAP, _SNAP))
     return [
         Table(None, group) for group in cells_to_tables(cells)
         if len({cell[1] for cell in group}) > MIN_ROWS and len({cell[0] for cell in group}) >= MIN_COLUMNS
-    ]
+    ], crossings
 
 
 def _mostly_filled(cells: list[Cells]) -> bool:

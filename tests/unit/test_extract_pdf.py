@@ -173,7 +173,7 @@ def test_every_line_of_a_text_pdf_has_a_box_over_its_words(corpus_dir, name):
     with pdfplumber.open(corpus_dir / "pdf" / name) as pdf:
         for segment in [s for s in result.segments if s.locator["page"] <= 3]:
             page = pdf.pages[segment.locator["page"] - 1]
-            left, bottom, right, top = document[segment.locator["page"] - 1].get_cropbox()
+            left, bottom, right, top = document[segment.locator["page"] - 1].get_bbox()
             width, height = right - left, top - bottom
             lines = segment.locator[LINES]
             assert len(lines) == len([line for line in segment.text.split("\n") if line.strip()])

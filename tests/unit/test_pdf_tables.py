@@ -8,6 +8,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pdfplumber
+import pytest
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.line_boxes import LINES
@@ -124,3 +125,52 @@ def test_a_page_drawing_too_much_is_not_searched_for_tables(monkeypatch) -> None
     extraction = extract(_drawing_heavy_page(30_000), filename="plot.pdf", mime="application/pdf", limits=ExtractLimits())
     assert extraction.segments[0].text == "A scatter plot of thirty thousand strokes"
     assert not _tables(extraction)
+
+
+def _ruled_page_with_notes_beside() -> bytes:
+    """A PDF whose one page inherits its A4 media box from the page tree and draws a ruled table
+    (a header and three rows) with a note on each row's baseline to the right of the table."""
+    rows = [("Name", "Count", "Share"), ("Alpha", "12", "30%"), ("Beta", "7", "18%"), ("Gamma", "21", "52%")]
+    content = bytearray()
+    for index, cells in enumerate(rows):
+        baseline = 705 - 20 * index
+        for column, value in enumerate(cells):
+            content += b"BT /F1 10 Tf %d %d Td (%s) Tj ET\n" % (55 + 100 * column, baseline, value.encode())
+        if index:
+            content += b"BT /F1 10 Tf 400 %d Td (side note %d keeps going) Tj ET\n" % (baseline, index)
+    for y in range(620, 721, 20):
+        content += b"50 %d m 350 %d l S\n" % (y, y)
+    for x in range(50, 351, 100):
+        content += b"%d 640 m %d 720 l S\n" % (x, x)
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [4 0 R] /Count 1 /MediaBox [0 0 595 842] >>",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+        b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
+        b"<< /Length %d >>\nstream\n" % len(content) + bytes(content) + b"\nendstream",
+    ]
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_text_beside_a_table_stays_and_boxes_follow_an_inherited_media_box() -> None:
+    """Review findings: PDFium joins a row's line with a note printed beside the table, and that
+    line must not leave the page text with the row; a page without its own media box is placed
+    by its page tree's (A4 here, not the Letter size PDFium's crop box call assumes)."""
+    extraction = extract(_ruled_page_with_notes_beside(), filename="t.pdf", mime="application/pdf", limits=ExtractLimits())
+    (table,) = _tables(extraction)
+    assert table.text.split("\n\n") == [
+        "Name: Alpha | Count: 12 | Share: 30%", "Name: Beta | Count: 7 | Share: 18%", "Name: Gamma | Count: 21 | Share: 52%",
+    ]
+    text = "\n".join(segment.text for segment in extraction.segments if "table" not in segment.locator)
+    assert all(f"side note {row} keeps going" in text for row in (1, 2, 3)), text
+    alpha = table.locator[LINES][0]
+    assert alpha[2:] == pytest.approx([50 / 595, (842 - 700) / 842, 350 / 595, (842 - 680) / 842], abs=0.002)

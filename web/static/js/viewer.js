@@ -189,13 +189,14 @@ function quotedBoxes(cited, text, quote) {
 }
 
 /**
- * Mark the cited passage on a rendered page. Text read by OCR: the boxes of the lines the quote
- * spans (`text`: the chunk's). A text layer: the quote's own characters in it, else (a table's
- * rows, written differently from the page) the boxes of the cited lines.
+ * Mark the cited passage on a rendered page. Text read by OCR and a table's rows (written
+ * differently from the page, each opening with the table's title, which the text layer would
+ * match alone): the boxes of the lines the quote spans (`text`: the chunk's). Other text: the
+ * quote's own characters in the text layer, else the boxes of the cited lines.
  */
 function markCited(sheet, cited, { textLayer = null, quote = "", text = "" }) {
   const boxes = () => (cited.boxes?.length ? drawBoxes(sheet, quotedBoxes(cited, text, quote)) : null);
-  const mark = cited.ocr
+  const mark = cited.ocr || cited.table
     ? boxes()
     : (quote && textLayer ? highlightTextLayer(textLayer, quote) : null) ?? boxes();
   sheet.dataset.highlighted = mark ? "true" : "false";
