@@ -43,7 +43,7 @@ def page_count_lie_pdf(claimed: int) -> bytes:
         _stream(b"BT /F1 12 Tf 10 100 Td (hello) Tj ET\n"),
         _FONT,
     ]
-    return _write(objects)
+    return write_pdf(objects)
 
 
 def flate_bomb_pdf(inflated_mib: int) -> bytes:
@@ -105,10 +105,10 @@ def _document(page: bytes, rest: list[bytes], pages: int) -> bytes:
     node_ref = b"%d 0 R" % (4 + len(rest))
     node = b"<< /Type /Pages /Parent 2 0 R /Kids [" + b" ".join([b"3 0 R"] * kids_per_node) + b"] /Count %d >>" % kids_per_node
     root = b"<< /Type /Pages /Kids [" + b" ".join([node_ref] * (pages // kids_per_node)) + b"] /Count %d >>" % pages
-    return _write([b"<< /Type /Catalog /Pages 2 0 R >>", root, page, *rest, node])
+    return write_pdf([b"<< /Type /Catalog /Pages 2 0 R >>", root, page, *rest, node])
 
 
-def _write(objects: list[bytes]) -> bytes:
+def write_pdf(objects: list[bytes]) -> bytes:
     """A PDF with a correct cross-reference table; ``objects[i]`` is object number i + 1."""
     out = bytearray(b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n")
     offsets = []

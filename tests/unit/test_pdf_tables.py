@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pdfplumber
 import pytest
+from support.bombs import write_pdf
+
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.line_boxes import LINES
@@ -142,23 +144,13 @@ def _ruled_page_with_notes_beside() -> bytes:
         content += b"50 %d m 350 %d l S\n" % (y, y)
     for x in range(50, 351, 100):
         content += b"%d 640 m %d 720 l S\n" % (x, x)
-    objects = [
+    return write_pdf([
         b"<< /Type /Catalog /Pages 2 0 R >>",
         b"<< /Type /Pages /Kids [4 0 R] /Count 1 /MediaBox [0 0 595 842] >>",
         b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
         b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /F1 3 0 R >> >> /Contents 5 0 R >>",
         b"<< /Length %d >>\nstream\n" % len(content) + bytes(content) + b"\nendstream",
-    ]
-    out = bytearray(b"%PDF-1.7\n")
-    offsets = []
-    for number, body in enumerate(objects, start=1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
-    return bytes(out)
+    ])
 
 
 def test_text_beside_a_table_stays_and_boxes_follow_an_inherited_media_box() -> None:
