@@ -118,12 +118,12 @@ def _drawing_heavy_page(lines: int) -> bytes:
 
 
 def test_a_page_drawing_too_much_is_not_searched_for_tables(monkeypatch) -> None:
-    import pipeline.extractors.pdf_tables as tables
+    import pipeline.extractors.pdf_grids as grids
 
     def no_grids(edges):  # type: ignore[no-untyped-def]
         raise AssertionError(f"the grid finder ran on {len(edges)} edges")
 
-    monkeypatch.setattr(tables, "_grids", no_grids)
+    monkeypatch.setattr(grids, "grids", no_grids)
     extraction = extract(_drawing_heavy_page(30_000), filename="plot.pdf", mime="application/pdf", limits=ExtractLimits())
     assert extraction.segments[0].text == "A scatter plot of thirty thousand strokes"
     assert not _tables(extraction)
