@@ -27,7 +27,7 @@ from pipeline.ocr.engines import ocr_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "4"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables
+EXTRACTORS_VERSION = "5"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned too
 _LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.

@@ -13,6 +13,10 @@ page labels, for documents that define none.
 
 A scan's own OCR layer misreads a running line now and then ("THE SIEGE OF VICKSBUEG"): an edge
 line within ``MISREAD_SIMILARITY`` of a running line counts as that line.
+
+A page that repeats the page before it (``REPEAT_SIMILARITY`` of their words shared: the same
+sheet scanned four times turned, a form printed twice) does not count towards "most pages": every
+line of a repeated page would otherwise look like furniture and the whole page would go.
 """
 from __future__ import annotations
 
@@ -29,6 +33,10 @@ MAX_FURNITURE_CHARS = 160
 LABEL_DRIFT = 3
 # A misread running line: a character or two in twenty differ (SequenceMatcher's ratio).
 MISREAD_SIMILARITY = 0.9
+# Two pages of different text share a fifth of their words at most (the, of, and ...); a page
+# read again shares nearly all of them, misread words aside.
+REPEAT_SIMILARITY = 0.6
+_WORD = re.compile(r"\w\w+")
 _DIGITS = re.compile(r"\d+")
 _NUMBER = re.compile(r"(?<![\d.,])\d{1,6}(?![\d.,]\d)")
 _EDGE_PUNCTUATION = " \t-–—|/·.:"
@@ -36,8 +44,8 @@ _EDGE_PUNCTUATION = " \t-–—|/·.:"
 
 @dataclass(frozen=True)
 class CleanPages:
-    texts: dict[int, str]
-    """Each page's text without its running lines, by physical page number."""
+    kept: dict[int, list[int]]
+    """Indexes of each page's lines that are not running lines, by physical page number."""
     labels: dict[int, str]
     """Printed page numbers found in running lines, when they differ from the physical ones."""
 
@@ -53,30 +61,44 @@ def _edges(lines: list[str]) -> list[int]:
     return sorted(set(filled[:EDGE_LINES] + filled[-EDGE_LINES:]))
 
 
-def remove_running_lines(pages: dict[int, str]) -> CleanPages:
-    """``pages``: physical page number → text. Documents of fewer than three pages are unchanged."""
-    if len(pages) < MIN_PAGES:
-        return CleanPages(dict(pages), {})
-    split = {page: text.split("\n") for page, text in pages.items()}
+def remove_running_lines(pages: dict[int, list[str]]) -> CleanPages:
+    """``pages``: physical page number → its lines. Documents of fewer than three pages (not
+    counting repeats) are unchanged."""
+    everything = CleanPages({page: list(range(len(lines))) for page, lines in pages.items()}, {})
+    counted = _not_repeats(pages)
+    if len(counted) < MIN_PAGES:
+        return everything
     candidates = {
         page: {index: _key(lines[index]) for index in _edges(lines) if len(lines[index]) <= MAX_FURNITURE_CHARS}
-        for page, lines in split.items()
+        for page, lines in pages.items()
     }
     seen_on: dict[str, set[int]] = defaultdict(set)
-    for page, keys in candidates.items():
-        for key in keys.values():
+    for page in counted:
+        for key in candidates[page].values():
             seen_on[key].add(page)
-    needed = max(MIN_PAGES, (len(pages) + 1) // 2)
+    needed = max(MIN_PAGES, (len(counted) + 1) // 2)
     running = {key for key, on in seen_on.items() if len(on) >= needed}
     candidates = {page: _as_running(keys, running) for page, keys in candidates.items()}
-    texts: dict[int, str] = {}
+    kept: dict[int, list[int]] = {}
     numbers: dict[str, dict[int, list[int]]] = defaultdict(dict)
-    for page, lines in split.items():
+    for page, lines in pages.items():
         dropped = {index: key for index, key in candidates[page].items() if key in running}
         for index, key in dropped.items():
             numbers[key][page] = [int(n) for n in _NUMBER.findall(lines[index])]
-        texts[page] = "\n".join(line for index, line in enumerate(lines) if index not in dropped).strip()
-    return CleanPages(texts, _printed_labels(numbers, list(pages)))
+        kept[page] = [index for index in range(len(lines)) if index not in dropped]
+    return CleanPages(kept, _printed_labels(numbers, list(pages)))
+
+
+def _not_repeats(pages: dict[int, list[str]]) -> list[int]:
+    """The pages that do not repeat the page before them (``REPEAT_SIMILARITY``)."""
+    counted: list[int] = []
+    before: set[str] = set()
+    for page in sorted(pages):
+        words = {word.lower() for line in pages[page] for word in _WORD.findall(line)}
+        if not before or not words or len(words & before) < REPEAT_SIMILARITY * len(words | before):
+            counted.append(page)
+        before = words
+    return counted
 
 
 def _as_running(keys: dict[int, str], running: set[str]) -> dict[int, str]:

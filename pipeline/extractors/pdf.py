@@ -16,10 +16,9 @@ import pypdfium2.raw as pdfium_c
 
 from pipeline.extractors.base import Extractor, extension
 from pipeline.extractors.limits import CharBudget, ExtractLimits
-from pipeline.extractors.page_furniture import remove_running_lines
-from pipeline.extractors.pdf_lines import PageFrame, PageLine, line_table, page_text, read_lines
+from pipeline.extractors.clean_pages import clean_document
+from pipeline.extractors.pdf_lines import PageFrame, PageLine, page_text, read_lines
 from pipeline.extractors.pdf_tables import PageTable, TableReader
-from pipeline.extractors.reference_lists import mark_reference_lists
 from pipeline.pdfium_lock import PDFIUM_LOCK
 from pipeline.line_boxes import LINES
 from pipeline.types import Extraction, PipelineError, Segment
@@ -81,9 +80,8 @@ def _load_error(error: pdfium.PdfiumError, filename: str) -> PipelineError:
 
 
 def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader) -> Extraction:
-    """Every page's text with its physical number and printed label, without running headers and
-    footers (pipeline.extractors.page_furniture), its reference list marked
-    (pipeline.extractors.reference_lists), each line's box in a line table, its tables as segments
+    """Every page's clean text (pipeline.extractors.clean_pages: no running headers and footers,
+    printed labels, the reference list marked, a line table per segment), its tables as segments
     of their own (pipeline.extractors.pdf_tables) after its text; close each page at once.
 
     The page count is the page tree's own claim, so a tree claiming 200,000 pages is refused
@@ -111,16 +109,11 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
             lines[index + 1] = page_lines
         else:
             needing_ocr.append(index + 1)
-    clean = remove_running_lines({number: page_text(found) for number, found in lines.items()})
-    defined_labels = {number: document.get_page_label(number - 1) for number in clean.texts}
-    labels = defined_labels if any(defined_labels.values()) else clean.labels
-    located = {number: {"page": number, **({"page_label": labels[number]} if labels.get(number) else {})} for number in lines}
-    segments = mark_reference_lists([
-        Segment(text=text, locator=located[number]) for number, text in clean.texts.items() if text
-    ])
+    defined_labels = {number: document.get_page_label(number - 1) for number in lines}
+    clean = clean_document(lines, defined_labels=defined_labels)
     return Extraction(
         mime="application/pdf",
-        segments=_with_tables(_with_line_tables(segments, lines), page_tables, located),
+        segments=_with_tables(clean.segments, page_tables, clean.locators),
         title=_title(document),
         page_count=page_count,
         pages_needing_ocr=needing_ocr,
@@ -173,17 +166,6 @@ def _with_tables(
             for ordinal, table in enumerate(page_tables.get(number, []), start=1)
         )
     return placed
-
-
-def _with_line_tables(segments: list[Segment], lines: dict[int, list[PageLine]]) -> list[Segment]:
-    """Each segment with the line table of its lines (pipeline.line_boxes), found in page order."""
-    cursors: dict[int, int] = {}
-    located: list[Segment] = []
-    for segment in segments:
-        page = segment.locator["page"]
-        table, cursors[page] = line_table(segment.text, lines[page], cursors.get(page, 0))
-        located.append(Segment(segment.text, {**segment.locator, LINES: table}))
-    return located
 
 
 def _title(document: pdfium.PdfDocument) -> str | None:

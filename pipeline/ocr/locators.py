@@ -1,23 +1,29 @@
-"""Locators of OCR text: the page, the engine that read it, and where each line is.
+"""Segments and locators of OCR text: the page, the engine that read it, and where each line is.
 
-A page's segment carries every line's span in the page text with its box (a line table,
+The pages OCR read are cleaned as a text layer's pages are (``pipeline.extractors.clean_pages``):
+a scanned book's running headers leave the text and its printed page numbers become labels. A
+segment carries every line's span in its text with its box (a line table,
 ``pipeline.line_boxes``), which the chunker narrows to the lines each chunk covers, so a citation
 highlights the lines of the scan its quote came from; the locator says the text is machine-read
 (``ocr``: the engine), which the citation shows.
 """
 from __future__ import annotations
 
-from pipeline.line_boxes import LINES
+from pipeline.extractors.clean_pages import clean_document
+from pipeline.extractors.pdf_lines import PageLine
 from pipeline.ocr.lines import OcrPage
 from pipeline.types import Segment
 
 
-def page_segment(number: int, page: OcrPage) -> Segment:
-    """One segment holding the page's lines, one per text line, and where each line is."""
-    spans: list[list[float]] = []
-    offset = 0
-    texts = [" ".join(line.text.split()) for line in page.lines]
-    for text, line in zip(texts, page.lines):
-        spans.append([offset, offset + len(text), *line.box])
-        offset += len(text) + 1  # the newline joining it to the next
-    return Segment("\n".join(texts), {"page": number, "ocr": page.engine, LINES: spans})
+def ocr_segments(pages: dict[int, OcrPage], *, printed_labels: bool = True) -> list[Segment]:
+    """The segments of the pages OCR read (page number → what it read), in page order.
+    ``printed_labels``: whether printed page numbers may label them (not when the document's
+    other pages are labelled already)."""
+    if not pages:
+        return []
+    engine = next(iter(pages.values())).engine  # one engine reads a source (a setting)
+    lines = {
+        number: [PageLine(" ".join(line.text.split()), line.box) for line in page.lines]
+        for number, page in pages.items()
+    }
+    return clean_document(lines, defined_labels={}, extra={"ocr": engine}, printed_labels=printed_labels).segments

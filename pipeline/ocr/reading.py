@@ -21,7 +21,7 @@ import numpy as np
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.engines import engine, ocr_ready, page_timeout
 from pipeline.ocr.lines import OcrPage
-from pipeline.ocr.locators import page_segment
+from pipeline.ocr.locators import ocr_segments
 from pipeline.ocr.page_images import page_image
 from pipeline.sandbox import DecoderProcess, decoder
 from pipeline.sandbox.outcomes import MEMORY_LIMIT
@@ -67,23 +67,27 @@ def read_missing_pages(
             f"{len(pages):,} pages need OCR; at most {settings.max_pages:,} are read per source "
             "(raise GNOSI_OCR_MAX_PAGES to read them).",
         )
-    segments = list(extraction.segments)
+    read: dict[int, OcrPage] = {}
     unread: list[int] = []
     errors: list[dict[str, object]] = []
     for position, number in enumerate(pages, start=1):
         if before_page is not None:
             before_page(number, position, len(pages))
         try:
-            page = _read(data, extraction.mime, number, limits)
+            read[number] = _read(data, extraction.mime, number, limits)
         except (PipelineError, RuntimeError) as error:
             failure = error if isinstance(error, PipelineError) else _engine_bug(number, error)
             unread.append(number)
             errors.append({"page": number, "code": failure.code, "message": failure.message})
-            continue
-        if page.lines:
-            segments.append(page_segment(number, page))
+    segments = [*extraction.segments, *ocr_segments(read, printed_labels=not _labelled(extraction))]
     segments.sort(key=lambda segment: segment.locator.get("page", 0))  # stable: a page's own order stays
     return replace(extraction, segments=segments, pages_needing_ocr=unread, ocr_errors=errors)
+
+
+def _labelled(extraction: Extraction) -> bool:
+    """Whether the document's pages with a text layer carry labels (its own or printed ones):
+    pages read by OCR then take no printed numbers of their own, which could disagree."""
+    return any("page_label" in segment.locator for segment in extraction.segments)
 
 
 def _engine_bug(number: int, error: RuntimeError) -> PipelineError:

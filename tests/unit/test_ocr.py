@@ -9,6 +9,7 @@ import zlib
 from dataclasses import replace
 from pathlib import Path
 
+import pypdfium2 as pdfium
 import pytest
 from PIL import Image
 
@@ -99,6 +100,21 @@ def test_tesseract_reads_every_page_of_the_turned_pdf(corpus_dir):
     title_boxes = [segment.locator["lines"][0][2:] for segment in extraction.segments]
     centres = [((x0 + x1) / 2, (y0 + y1) / 2) for x0, y0, x1, y1 in title_boxes]
     assert centres[0][1] < 0.1 and centres[1][0] > 0.9 and centres[2][1] > 0.9 and centres[3][0] < 0.1
+
+
+def test_a_scanned_book_read_by_ocr_loses_its_running_line_and_keeps_its_printed_numbers(corpus_dir):
+    """The Vicksburg pages as pictures only (a multi-page TIFF, as a phone scanning app writes):
+    OCR's text is cleaned as a text layer's is, so "THE SIEGE OF VICKSBURG" opens no chunk and the
+    numbers the pages print (49, 50, 52: the scan has no page 51) are their labels."""
+    _require("tesseract")
+    with pdfium.PdfDocument((corpus_dir / "pdf" / "Seige_of_Vicksburg_Sample_OCR.pdf").read_bytes()) as document:
+        frames = [document[index].render(scale=150 / 72, grayscale=True).to_pil() for index in range(len(document))]
+    tiff = io.BytesIO()
+    frames[0].save(tiff, format="TIFF", save_all=True, append_images=frames[1:], compression="tiff_deflate")
+    extraction = _extract(Path("vicksburg.tiff"), _limits("tesseract"), tiff.getvalue())
+    assert [segment.locator.get("page_label") for segment in extraction.segments] == ["49", "50", "52", "53", "54", "55"]
+    assert not any("SIEGE OF" in segment.text for segment in extraction.segments)  # the running line, in capitals
+    assert all(segment.locator["ocr"] == "tesseract" for segment in extraction.segments)
 
 
 @pytest.mark.parametrize("turn", [90, 180, 270])

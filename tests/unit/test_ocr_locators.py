@@ -7,7 +7,7 @@ import pytest
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.line_boxes import LINES
 from pipeline.ocr.lines import OcrLine, OcrPage
-from pipeline.ocr.locators import page_segment
+from pipeline.ocr.locators import ocr_segments
 from pipeline.ocr.orientation import box_on_page, turned
 from pipeline.types import Segment
 
@@ -18,7 +18,7 @@ def test_a_chunk_keeps_the_boxes_of_the_lines_its_span_overlaps():
         OcrLine("second line", (0.1, 0.2, 0.6, 0.22), 0.9),
         OcrLine("third", (0.1, 0.3, 0.3, 0.32), 0.9),
     ])
-    segment = page_segment(3, page)
+    (segment,) = ocr_segments({3: page})
     assert segment.text == "first line\nsecond line\nthird"
     first, second = chunk_segments([segment], source_fingerprint="f", settings=ChunkSettings(17, 0))
     assert [first.text, second.text] == ["first line second", "line third"]

@@ -9,8 +9,11 @@ from pipeline.answering.extractive import ExtractiveSettings, not_a_claim, selec
 from pipeline.answering.types import EvidenceItem
 from pipeline.chunker import chunk_segments
 from pipeline.extractors import extract
+from pipeline.extractors.clean_pages import clean_document
 from pipeline.extractors.page_furniture import remove_running_lines
+from pipeline.extractors.pdf_lines import PageLine
 from pipeline.extractors.reference_lists import REFERENCES, mark_reference_lists
+from pipeline.line_boxes import LINES
 from pipeline.types import Segment
 
 RUNNING = ("Copyright Office Summary", "The Digital Millennium Copyright Act of 1998", "Federal Register / Vol.",
@@ -47,15 +50,50 @@ def test_printed_page_numbers_become_labels_when_the_pdf_defines_none(corpus_dir
     assert not any(s.text.split("\n")[0].strip().isdigit() for s in thoma.segments), "bare page numbers are furniture"
 
 
-def test_lines_repeated_in_the_middle_of_pages_are_content() -> None:
-    names = {1: "apple", 2: "birch", 3: "cedar", 4: "daisy"}
-    opening = "\n".join(f"Paragraph {word} about the {{name}}." for word in ("one", "two", "three", "four", "five", "six"))
-    middle = "A table header\n" + "\n".join(f"row {n}" for n in range(20))
-    closing = "\n".join(f"Closing {word} about the {{name}}." for word in ("one", "two", "three", "four", "five", "six"))
-    pages = {page: f"Page {page} of 4\n{opening}\n{middle}\n{closing}".format(page=page, name=names[page]) for page in range(1, 5)}
+def _page(page: int, body_word: str, *middle: str) -> list[str]:
+    """A page of ``Page n of 4``, six lines, ``middle``, six lines: its words ``body_word``'s own."""
+    words = ("one", "two", "three", "four", "five", "six")
+    return [f"Page {page} of 4", *(f"Paragraph {w} about {body_word}{w}." for w in words), *middle,
+            *(f"Closing {w} about {body_word}{w}x." for w in words)]
+
+
+def _kept_text(pages: dict[int, list[str]]) -> dict[int, str]:
     clean = remove_running_lines(pages)
-    assert all(text.startswith("Paragraph one") and middle in text for text in clean.texts.values())
-    assert remove_running_lines({1: "Header\nx", 2: "Header\ny"}).texts == {1: "Header\nx", 2: "Header\ny"}
+    return {page: "\n".join(pages[page][index] for index in kept) for page, kept in clean.kept.items()}
+
+
+def test_lines_repeated_in_the_middle_of_pages_are_content() -> None:
+    middle = ("A table header", *(f"row {n}" for n in range(20)))
+    pages = {page: _page(page, word, *middle) for page, word in enumerate(("apple", "birch", "cedar", "daisy"), start=1)}
+    texts = _kept_text(pages)
+    assert all(text.startswith("Paragraph one") and "\n".join(middle) in text for text in texts.values())
+    assert _kept_text({1: ["Header", "x"], 2: ["Header", "y"]}) == {1: "Header\nx", 2: "Header\ny"}
+
+
+def test_a_page_that_repeats_the_page_before_is_not_furniture() -> None:
+    """cardinal.pdf is one brochure page scanned four times, turned: every line of it repeats on
+    every page, and none of them is a running header (OCR misreads a word here and there)."""
+    brochure = _page(1, "apple")
+    pages = {page: [line.replace("three", "thr ee") if page == 3 else line for line in brochure] for page in range(1, 5)}
+    assert _kept_text(pages) == {page: "\n".join(lines) for page, lines in pages.items()}
+
+
+def test_a_body_line_with_the_text_of_a_running_header_keeps_its_own_box() -> None:
+    """Line tables are built from the lines that stayed, so the header's box is nobody's."""
+    header, body = (0.1, 0.01, 0.9, 0.03), (0.2, 0.61, 0.8, 0.63)
+    pages = {
+        page: [PageLine("Annual Report", header),
+               *(PageLine(text, (0.1, 0.05 * n, 0.9, 0.05 * n + 0.02)) for n, text in enumerate(_page(page, word)[1:], 1))]
+        for page, word in enumerate(("apple", "birch", "cedar", "daisy"), start=1)
+    }
+    pages[2].insert(7, PageLine("Annual Report", body))
+    segments = clean_document(pages, defined_labels={}).segments
+    assert [segment.text.split("\n")[0] for segment in segments] == [
+        f"Paragraph one about {word}one." for word in ("apple", "birch", "cedar", "daisy")]
+    second = segments[1]
+    assert second.text.split("\n")[6] == "Annual Report"
+    assert [line[2:] for line in second.locator[LINES]].count(list(body)) == 1
+    assert list(header) not in [line[2:] for line in second.locator[LINES]]
 
 
 def test_a_reference_list_is_marked_from_its_heading_to_an_appendix(corpus_dir: Path) -> None:
