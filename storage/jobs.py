@@ -123,11 +123,12 @@ def heartbeat(session: Session, job_id: str, lease: timedelta) -> None:
 
 
 def renew(session: Session, job_id: str, lease: timedelta) -> None:
-    """Give a job whose lease ended a new one: recovery has resent its lost work."""
+    """Give a job whose lease ended a new one: recovery has resent its lost work. What the job
+    said it was doing ("OCR: page 5 (4 of 9)") went with the worker that was doing it."""
     session.execute(
         update(Job)
         .where(Job.id == job_id, Job.state.in_(("running", "cancelling")))
-        .values(lease_expires_at=utcnow() + lease)
+        .values(lease_expires_at=utcnow() + lease, activity=None)
     )
 
 

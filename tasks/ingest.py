@@ -158,7 +158,8 @@ def _look_up_cache(order: ExtractOrder) -> ExtractOrder:
 
 
 # The last extraction this process made: the chunk step that follows usually runs in the same
-# worker, which then need not download what it just uploaded. One entry, taken when used.
+# worker, which then need not download what it just uploaded, and a retry of a failed upload
+# sends it instead of reading the source again (OCR: seconds a page). One entry, taken when used.
 _recent: dict[str, Extraction] = {}
 
 
@@ -189,20 +190,26 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     key = extraction_key(read.content_hash, read.inputs, limits)
     known_missing = order.get("cache_checked") and read.content_hash == order.get("content_hash")
     if known_missing or not api.has_extraction(key):
-        extraction = extract_read(read, limits, before_page=partial(_reading_page, job_id, source_id))
-        api.put_extraction(key, encode(extraction))
+        extraction = _recent.get(key) or extract_read(read, limits, before_page=partial(_reading_page, job_id, source_id))
         _recent.clear()
-        _recent[key] = extraction
+        _recent[key] = extraction  # before the upload: its retry sends this, not a second reading
+        api.put_extraction(key, encode(extraction))
         log.info("extractor read source %s: %d segments, cached as %s", source_id, len(extraction.segments), key)
     return _extracted(source_id, key, read.meta)
 
 
 def _reading_page(job_id: str, source_id: str, page: int, position: int, pages: int) -> None:
     """Before each page OCR reads (seconds each): show which (and keep the job's lease), and stop
-    here when the job was cancelled."""
+    here when the job was cancelled. An instance that does not answer costs the report, not the
+    pass: the next page asks again."""
     log.info("OCR of page %d (%d of %d)", page, position, pages)
     activity = f"OCR: page {page} ({position} of {pages})"
-    if services().internal_api.report_activity(job_id, source_id, activity) != "running":
+    try:
+        state = services().internal_api.report_activity(job_id, source_id, activity)
+    except InternalApiUnavailable as error:  # progress only: the pages read so far are not thrown away for it
+        log.warning("could not report OCR of page %d: %s", page, error)
+        return
+    if state != "running":
         raise PipelineError("JOB_CANCELLED", f"stopped before OCR of page {page} ({position} of {pages})")
 
 

@@ -9,9 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pipeline.ocr.engines import missing
-from steps.test_task_contract import calling_first, cancel_active_jobs, ingest, wrap
+from steps.test_task_contract import calling_first, cancel_active_jobs, counting, ingest, raising_once, wrap
 from storage.models import Job
 from support.services import require
+from tasks.internal_api import InternalApi, InternalApiUnavailable
 
 if TYPE_CHECKING:
     from steps.conftest import Instance, Lab
@@ -54,3 +55,18 @@ def test_a_cancel_stops_a_scan_between_pages(scan_instance: Instance, monkeypatc
     _, job = ingest(scan_instance, ["scan"])
     assert job.state == "cancelled", job.error
     assert read == [1, 2], "pages were read after the cancel"
+
+
+@pytest.mark.parametrize("failing,on_call", [("report_activity", 3), ("put_extraction", 1)])
+def test_an_api_instance_out_for_a_moment_costs_no_page_read_again(
+    scan_instance: Instance, monkeypatch: pytest.MonkeyPatch, failing: str, on_call: int
+) -> None:
+    """The instance does not answer the third page's report (the pass goes on: the report is progress,
+    and the next page checks for a cancel) or the upload of the finished extraction (the task's
+    retry uploads the extraction this worker holds instead of reading the scan again)."""
+    calls: list[tuple[object, ...]] = []
+    wrap(monkeypatch, "pipeline.ocr.reading._read", counting(calls))
+    monkeypatch.setattr(InternalApi, failing, raising_once(InternalApiUnavailable("restarting"), on_call=on_call)(getattr(InternalApi, failing)))
+    _, job = ingest(scan_instance, ["scan"])
+    assert job.state == "succeeded", job.error
+    assert [call[2] for call in calls] == SCAN_PAGES, "pages read again"

@@ -60,16 +60,16 @@ def calling_first(action: Callable[[], None]) -> Wrapper:
     return make
 
 
-def raising_once(err: Exception) -> Wrapper:
-    """The first call raises ``err``, later ones run the original (so the step's own error path,
-    which may call the same function again, works)."""
+def raising_once(err: Exception, *, on_call: int = 1) -> Wrapper:
+    """Call number ``on_call`` raises ``err``, the others run the original (so the step's own
+    error path, which may call the same function again, works)."""
 
     def make(real: Callable[..., Any]) -> Callable[..., Any]:
-        raised: list[bool] = []
+        calls: list[bool] = []
 
         def flaky(*args: Any, **kwargs: Any) -> Any:
-            if not raised:
-                raised.append(True)
+            calls.append(True)
+            if len(calls) == on_call:
                 raise err
             return real(*args, **kwargs)
 

@@ -1,5 +1,5 @@
-"""Ending the leases of a worker known to be dead: only its live leases, never another owner's; and a
-late result does not revive an ended lease."""
+"""Ending the leases of a worker known to be dead: only its live leases, never another owner's; a
+late result does not revive an ended lease; recovery clears what the dead worker said it did."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -33,7 +33,8 @@ def test_only_live_leases_of_the_dead_owner_end(tmp_path: Path) -> None:
         session.flush()
         for job_id, (state, owner, expires) in rows.items():
             session.add(Job(id=job_id, vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, kind=jobs.INGEST,
-                            state=state, params={}, lease_owner=owner, lease_expires_at=expires))
+                            state=state, params={}, lease_owner=owner, lease_expires_at=expires,
+                            activity="OCR: page 2 (2 of 9)"))
 
     with db.session() as session:
         assert jobs.expire_leases_of(session, DEAD) == 2
@@ -55,4 +56,6 @@ def test_only_live_leases_of_the_dead_owner_end(tmp_path: Path) -> None:
         jobs.renew(session, "dead-running", timedelta(minutes=5))
     with db.reader() as session:
         assert "dead-running" not in {job.id for job in jobs.recoverable(session, queued_before=earlier)}
+        assert session.get(Job, "dead-running").activity is None, "the page the dead worker was reading"
+        assert session.get(Job, "alive-elsewhere").activity == "OCR: page 2 (2 of 9)"
     db.dispose()
