@@ -54,6 +54,8 @@ MAX_REQUESTS = 1_000
 # levels off; an eighth of the default 1 GiB budget keeps such a helper and bounds what an idle
 # worker holds for documents it has finished.
 RESTART_SHARE = 1 / 8
+# A new helper closes descriptors and trims its heap before it answers: milliseconds.
+START_SECONDS = 30
 
 
 @dataclass
@@ -63,6 +65,9 @@ class _Helper:
     replies: int  # the worker's end of the pipe it reads replies from
     thread: threading.Thread  # the one that forked it: the helper gets the parent-death signal when it ends
     address_space_at_start: int
+    """The helper's own, once it gave back the free heap it inherited (its first frame): the
+    worker's, read before the fork, may hold tens of MiB freed but not given back yet, so memory
+    a request keeps would hide in them."""
     served: int = 0
 
 
@@ -177,7 +182,6 @@ class DecoderProcess:
         requests_read, requests_write = os.pipe()
         replies_read, replies_write = os.pipe()
         worker = os.getpid()
-        address_space = memory().address_space  # the child's begins as a copy of this one
         pid = os.fork()
         if pid == 0:  # the helper: never returns
             os.close(requests_write)
@@ -185,7 +189,16 @@ class DecoderProcess:
             helper_side.serve(requests_read, replies_write, worker)
         os.close(requests_read)
         os.close(replies_write)
-        return _Helper(pid, requests_write, replies_read, threading.current_thread(), address_space)
+        started = _Helper(pid, requests_write, replies_read, threading.current_thread(), 0)
+        try:
+            said = read_frame(replies_read, time.monotonic() + START_SECONDS)
+        except TimeoutError:
+            said = None
+        if said is None:
+            self._end(started)
+            raise RuntimeError(f"the decoder helper did not start within {START_SECONDS} s")
+        started.address_space_at_start = pickle.loads(said)
+        return started
 
     def _end(self, current: _Helper) -> tuple[int, resource.struct_rusage]:
         """Kill the helper (harmless if it is already dead) and reap it: its status and usage."""

@@ -69,6 +69,7 @@ def serve(requests: int, replies: int, worker: int) -> NoReturn:
         # running the handlers it inherited from a Celery pool process.
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        write_frame(replies, _pickle(memory().address_space))  # what the worker counts kept memory from
         while (request := read_frame(requests)) is not None:
             write_frame(replies, _answer(request, replies))
         status = 0

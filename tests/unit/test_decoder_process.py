@@ -89,6 +89,38 @@ def test_a_helper_that_kept_memory_is_replaced_and_one_that_kept_little_is_not(n
     assert helper.run(os.getpid, **CAPS) != first  # replaced after the reply that kept 24 MiB
 
 
+_FREED_HEAP_AT_FORK = """
+import ctypes, os, sys
+from functools import partial
+from pipeline.sandbox import DecoderProcess
+
+KEPT = []
+
+def keep(mib):
+    KEPT.append(b"\\x01" * (mib << 20))
+    return os.getpid()
+
+ctypes.CDLL(None).mallopt(-1, 64 << 20)  # M_TRIM_THRESHOLD, as glibc raises it itself after a large free
+blocks = [bytearray(100_000) for _ in range(400)]
+del blocks  # 40 MB free at the top of the heap, kept
+helper = DecoderProcess(restart_share=1 / 8)
+caps = {"memory_mb": 64, "timeout_seconds": 30}
+first = helper.run(partial(keep, 1), **caps)
+assert helper.run(partial(keep, 24), **caps) == first
+print("replaced" if helper.run(os.getpid, **caps) != first else "kept")
+helper.close()
+"""
+
+
+def test_memory_kept_is_counted_from_the_helper_after_it_gave_back_the_free_heap_it_inherited() -> None:
+    """A worker's heap may hold tens of MiB freed but not given back; the helper gives them back
+    at its start, so what it keeps later is counted from there, not from the worker's size."""
+    done = subprocess.run([sys.executable, "-c", _FREED_HEAP_AT_FORK], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "replaced"
+
+
 def test_memory_an_earlier_request_kept_does_not_eat_the_next_budget(new_decoder: NewDecoder) -> None:
     helper = new_decoder(restart_share=1.0)  # keep the helper however much it holds
     first = helper.run(partial(_keep, 40), **CAPS)
