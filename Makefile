@@ -37,8 +37,13 @@ run: install
 	bash scripts/system-deps.sh run
 	$(BIN)/gnosi serve
 
+# Test processes side by side (pytest-xdist): the suite waits on the services it starts about half
+# the time, so a third process fills the two cores CI has; a test file stays in one process, which
+# starts its module's services (and easyocr) once.
+TEST_PROCESSES ?= 3
+
 test: install-test install-easyocr system-deps
-	$(BIN)/python -m pytest -q --durations=25
+	$(BIN)/python -m pytest -q --durations=25 -n $(TEST_PROCESSES) --dist loadfile
 
 clean:
 	rm -rf $(VENV) .pytest_cache
