@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from difflib import SequenceMatcher
 from dataclasses import dataclass
 
@@ -64,20 +65,15 @@ def _edges(lines: list[str]) -> list[int]:
 def remove_running_lines(pages: dict[int, list[str]]) -> CleanPages:
     """``pages``: physical page number → its lines. Documents of fewer than three pages (not
     counting repeats) are unchanged."""
-    everything = CleanPages({page: list(range(len(lines))) for page, lines in pages.items()}, {})
-    counted = _not_repeats(pages)
-    if len(counted) < MIN_PAGES:
-        return everything
+    if len(pages) < MIN_PAGES:
+        return CleanPages({page: list(range(len(lines))) for page, lines in pages.items()}, {})
     candidates = {
         page: {index: _key(lines[index]) for index in _edges(lines) if len(lines[index]) <= MAX_FURNITURE_CHARS}
         for page, lines in pages.items()
     }
-    seen_on: dict[str, set[int]] = defaultdict(set)
-    for page in counted:
-        for key in candidates[page].values():
-            seen_on[key].add(page)
-    needed = max(MIN_PAGES, (len(counted) + 1) // 2)
-    running = {key for key, on in seen_on.items() if len(on) >= needed}
+    # Repeats are told by the words the running lines leave: a letterhead and a footer can be
+    # most of a slide's words, and every slide would look like the one before.
+    running = _running(candidates, _not_repeats(pages, candidates, _running(candidates, list(pages))))
     candidates = {page: _as_running(keys, running) for page, keys in candidates.items()}
     kept: dict[int, list[int]] = {}
     numbers: dict[str, dict[int, list[int]]] = defaultdict(dict)
@@ -89,16 +85,35 @@ def remove_running_lines(pages: dict[int, list[str]]) -> CleanPages:
     return CleanPages(kept, _printed_labels(numbers, list(pages)))
 
 
-def _not_repeats(pages: dict[int, list[str]]) -> list[int]:
-    """The pages that do not repeat the page before them (``REPEAT_SIMILARITY``)."""
+def _running(candidates: dict[int, dict[int, str]], counted: list[int]) -> set[str]:
+    """Keys of the edge lines found on at least half of the ``counted`` pages (and three)."""
+    if len(counted) < MIN_PAGES:
+        return set()
+    seen_on: dict[str, set[int]] = defaultdict(set)
+    for page in counted:
+        for key in candidates[page].values():
+            seen_on[key].add(page)
+    needed = max(MIN_PAGES, (len(counted) + 1) // 2)
+    return {key for key, on in seen_on.items() if len(on) >= needed}
+
+
+def _not_repeats(pages: dict[int, list[str]], candidates: dict[int, dict[int, str]], running: set[str]) -> list[int]:
+    """The pages whose words, running lines left out, do not repeat the page before's
+    (``REPEAT_SIMILARITY``); a page that is all running lines is compared whole (a short page
+    scanned twice)."""
     counted: list[int] = []
     before: set[str] = set()
     for page in sorted(pages):
-        words = {word.lower() for line in pages[page] for word in _WORD.findall(line)}
+        furniture = {index for index, key in candidates[page].items() if key in running}
+        words = _words(line for index, line in enumerate(pages[page]) if index not in furniture) or _words(pages[page])
         if not before or not words or len(words & before) < REPEAT_SIMILARITY * len(words | before):
             counted.append(page)
         before = words
     return counted
+
+
+def _words(lines: Iterable[str]) -> set[str]:
+    return {word.lower() for line in lines for word in _WORD.findall(line)}
 
 
 def _as_running(keys: dict[int, str], running: set[str]) -> dict[int, str]:

@@ -19,11 +19,12 @@ def ocr_segments(pages: dict[int, OcrPage], *, printed_labels: bool = True) -> l
     """The segments of the pages OCR read (page number → what it read), in page order.
     ``printed_labels``: whether printed page numbers may label them (not when the document's
     other pages are labelled already)."""
-    if not pages:
+    read = {number: page for number, page in pages.items() if page.lines}  # a blank verso is no page of text
+    if not read:
         return []
-    engine = next(iter(pages.values())).engine  # one engine reads a source (a setting)
+    engine = next(iter(read.values())).engine  # one engine reads a source (a setting)
     lines = {
         number: [PageLine(" ".join(line.text.split()), line.box) for line in page.lines]
-        for number, page in pages.items()
+        for number, page in read.items()
     }
     return clean_document(lines, defined_labels={}, extra={"ocr": engine}, printed_labels=printed_labels).segments

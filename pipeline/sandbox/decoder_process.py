@@ -189,14 +189,18 @@ class DecoderProcess:
             helper_side.serve(requests_read, replies_write, worker)
         os.close(requests_read)
         os.close(replies_write)
-        started = _Helper(pid, requests_write, replies_read, threading.current_thread(), 0)
+        # Known at once, so that a fork by another thread meanwhile closes these pipes in its child.
+        self._helper = started = _Helper(pid, requests_write, replies_read, threading.current_thread(), 0)
         try:
             said = read_frame(replies_read, time.monotonic() + START_SECONDS)
         except TimeoutError:
             said = None
-        if said is None:
+        except BaseException:  # this worker was interrupted: the helper must not outlive the call
             self._end(started)
-            raise RuntimeError(f"the decoder helper did not start within {START_SECONDS} s")
+            raise
+        if said is None:
+            status, _ = self._end(started)
+            raise RuntimeError(f"the decoder helper did not start within {START_SECONDS} s (wait status {status})")
         started.address_space_at_start = pickle.loads(said)
         return started
 

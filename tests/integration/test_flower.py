@@ -40,7 +40,7 @@ def test_flower_needs_a_password_and_shows_role_named_workers_and_tasks(tmp_path
                     [GNOSI, "worker", "-Q", queues, "-c", "1"], env=d.env, cwd=REPO,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 ))
-            wait_for_port(port, timeout=60)
+            wait_for_port(port, timeout=60, process=flower)
             base = f"http://127.0.0.1:{port}"
             assert httpx.get(f"{base}/api/workers").status_code == 401
             notebook_id = d.api.create(["dmca"])

@@ -29,7 +29,7 @@ def test_first_start_writes_the_admin_token_to_a_private_file_and_keeps_state_pr
     with log.open("wb") as out:
         process = subprocess.Popen([GNOSI, "serve"], env=env, cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
     try:
-        wait_for_port(int(env["GNOSI_PORT"]), timeout=60)
+        wait_for_port(int(env["GNOSI_PORT"]), timeout=60, process=process)
         system = local_data / "system"
         token_file = system / "first-run-admin-token"
         token = token_file.read_text().strip()

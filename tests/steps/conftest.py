@@ -35,6 +35,7 @@ from storage.models import Chunk, Job, Notebook, Source
 from support.services import service_env
 from support.vault import VaultBuilder
 from tasks.celery_app import ALL_QUEUES
+from tasks.ingest import _recent
 
 T = TypeVar("T")
 FINAL_JOB_STATES = ("succeeded", "failed", "cancelled")
@@ -178,6 +179,15 @@ def _stop_quickly(worker: WorkController) -> None:
     connection = worker.consumer.connection
     drain = connection.drain_events
     connection.drain_events = lambda timeout=None, **kw: drain(timeout=min(timeout or 0.1, 0.1), **kw)
+
+
+@pytest.fixture(autouse=True)
+def _no_extraction_held_over() -> Iterator[None]:
+    """The extract step keeps its last extraction for the chunk step (and a retried upload); a
+    chain a test cancelled leaves it there, and the next test of this process would not extract."""
+    _recent.clear()
+    yield
+    _recent.clear()
 
 
 @pytest.fixture

@@ -130,9 +130,9 @@ class Deployment:
         self.stack.callback(stop, process)
         self.web = process
         try:
-            wait_for_port(int(self.env["GNOSI_PORT"]), timeout=60)
+            wait_for_port(int(self.env["GNOSI_PORT"]), timeout=60, process=process)
             self._wait_until_answering(timeout=60)
-        except TimeoutError:
+        except (TimeoutError, RuntimeError):
             raise RuntimeError((self.tmp / "serve.log").read_text(errors="replace")) from None
 
     def _wait_until_answering(self, timeout: float) -> None:

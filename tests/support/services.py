@@ -43,9 +43,14 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, timeout: float = 30.0) -> None:
+def wait_for_port(port: int, timeout: float = 30.0, *, process: subprocess.Popen | None = None) -> None:
+    """Until something listens on ``port``. Pass the ``process`` meant to listen there: should it
+    exit (the port taken meanwhile, by another test process among those running side by side),
+    whatever answers there is not it."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"{process.args!r} exited ({process.returncode}) before listening on port {port}")
         with socket.socket() as sock:
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 return
@@ -81,7 +86,7 @@ class RedisProcess:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for_port(self.port)
+        wait_for_port(self.port, process=self.process)
 
     def stop(self) -> None:
         if self.process is not None:
@@ -158,7 +163,7 @@ def fake_openai_server(workdir: Path, turns: list[dict]) -> Iterator[tuple[str, 
     command = [sys.executable, str(FAKE_OPENAI_SERVER), "--port", str(port), "--script", str(script), "--log", str(log)]
     process = subprocess.Popen(command)
     try:
-        wait_for_port(port, timeout=10)
+        wait_for_port(port, timeout=10, process=process)
         yield f"http://127.0.0.1:{port}/v1", log
     finally:
         stop(process, timeout=5)

@@ -281,7 +281,7 @@ def test_unreachable_port_fails_fast() -> None:
         port = probe.getsockname()[1]
     started = time.monotonic()
     assert _error(f"http://127.0.0.1:{port}/").code == "FETCH_UNREACHABLE"
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < FetchPolicy().connect_timeout_s / 2, "refused at once, not timed out"
 
 
 @pytest.mark.parametrize(
@@ -310,7 +310,7 @@ def test_non_public_literals_are_refused_before_connecting(
     error = _error(url, FetchPolicy())
     assert error.code == "URL_BLOCKED"
     assert kind in error.message
-    assert time.monotonic() - started < 0.5
+    assert time.monotonic() - started < FetchPolicy().connect_timeout_s / 2
     assert connections == []
 
 

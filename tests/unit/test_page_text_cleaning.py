@@ -50,6 +50,10 @@ def test_printed_page_numbers_become_labels_when_the_pdf_defines_none(corpus_dir
     assert not any(s.text.split("\n")[0].strip().isdigit() for s in thoma.segments), "bare page numbers are furniture"
 
 
+WORDS = ("apple", "birch", "cedar", "daisy", "elder", "fig", "grape", "hazel", "iris", "juniper", "kale", "lime",
+         "maple", "nettle", "oak", "pear", "quince", "rose", "sage", "thyme")
+
+
 def _page(page: int, body_word: str, *middle: str) -> list[str]:
     """A page of ``Page n of 4``, six lines, ``middle``, six lines: its words ``body_word``'s own."""
     words = ("one", "two", "three", "four", "five", "six")
@@ -64,7 +68,7 @@ def _kept_text(pages: dict[int, list[str]]) -> dict[int, str]:
 
 def test_lines_repeated_in_the_middle_of_pages_are_content() -> None:
     middle = ("A table header", *(f"row {n}" for n in range(20)))
-    pages = {page: _page(page, word, *middle) for page, word in enumerate(("apple", "birch", "cedar", "daisy"), start=1)}
+    pages = {page: _page(page, word, *middle) for page, word in enumerate(WORDS[:4], start=1)}
     texts = _kept_text(pages)
     assert all(text.startswith("Paragraph one") and "\n".join(middle) in text for text in texts.values())
     assert _kept_text({1: ["Header", "x"], 2: ["Header", "y"]}) == {1: "Header\nx", 2: "Header\ny"}
@@ -73,27 +77,36 @@ def test_lines_repeated_in_the_middle_of_pages_are_content() -> None:
 def test_a_page_that_repeats_the_page_before_is_not_furniture() -> None:
     """cardinal.pdf is one brochure page scanned four times, turned: every line of it repeats on
     every page, and none of them is a running header (OCR misreads a word here and there)."""
-    brochure = _page(1, "apple")
+    brochure = _page(1, "apple", *(f"The brochure's line {n} on {word}." for n, word in enumerate(WORDS)))
     pages = {page: [line.replace("three", "thr ee") if page == 3 else line for line in brochure] for page in range(1, 5)}
     assert _kept_text(pages) == {page: "\n".join(lines) for page, lines in pages.items()}
 
 
-def test_a_body_line_with_the_text_of_a_running_header_keeps_its_own_box() -> None:
-    """Line tables are built from the lines that stayed, so the header's box is nobody's."""
-    header, body = (0.1, 0.01, 0.9, 0.03), (0.2, 0.61, 0.8, 0.63)
+def test_a_letterhead_heavier_than_the_slide_is_still_furniture() -> None:
+    """Slides whose running lines are most of their words: repeats are told by what is left."""
     pages = {
-        page: [PageLine("Annual Report", header),
-               *(PageLine(text, (0.1, 0.05 * n, 0.9, 0.05 * n + 0.02)) for n, text in enumerate(_page(page, word)[1:], 1))]
-        for page, word in enumerate(("apple", "birch", "cedar", "daisy"), start=1)
+        page: ["Acme Corporation Quarterly Business Review", "Confidential Internal Use Only", f"{word.title()} and {WORDS[page + 7]}",
+               f"Notes on {WORDS[page + 12]}", "Copyright 2023 Acme Corporation All Rights Reserved", f"Page {page}"]
+        for page, word in enumerate(WORDS[:7], start=1)
     }
-    pages[2].insert(7, PageLine("Annual Report", body))
+    assert _kept_text(pages) == {page: "\n".join(lines[2:4]) for page, lines in pages.items()}
+
+
+def test_a_body_line_with_the_text_of_a_running_header_keeps_its_own_box() -> None:
+    """A masthead of six running lines, and a page whose text opens with a line printed like one
+    of them: line tables are built from the lines that stayed, so the masthead's box is nobody's."""
+    masthead = [(f"Masthead line {n}", (0.1, 0.01 * n, 0.9, 0.01 * n + 0.008)) for n in range(1, 7)]
+    body = (0.2, 0.61, 0.8, 0.63)
+    pages = {
+        page: [*(PageLine(text, box) for text, box in masthead),
+               *(PageLine(text, (0.1, 0.1 + 0.04 * n, 0.9, 0.12 + 0.04 * n)) for n, text in enumerate(_page(page, word)[1:]))]
+        for page, word in enumerate(WORDS[:4], start=1)
+    }
+    pages[2].insert(6, PageLine("Masthead line 3", body))
     segments = clean_document(pages, defined_labels={}).segments
     assert [segment.text.split("\n")[0] for segment in segments] == [
-        f"Paragraph one about {word}one." for word in ("apple", "birch", "cedar", "daisy")]
-    second = segments[1]
-    assert second.text.split("\n")[6] == "Annual Report"
-    assert [line[2:] for line in second.locator[LINES]].count(list(body)) == 1
-    assert list(header) not in [line[2:] for line in second.locator[LINES]]
+        "Paragraph one about appleone.", "Masthead line 3", "Paragraph one about cedarone.", "Paragraph one about daisyone."]
+    assert segments[1].locator[LINES][0][2:] == list(body)
 
 
 def test_a_reference_list_is_marked_from_its_heading_to_an_appendix(corpus_dir: Path) -> None:

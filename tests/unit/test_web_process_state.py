@@ -98,7 +98,7 @@ def test_a_shared_turn_waits_a_bounded_time_then_says_the_conversation_is_busy(t
         started = time.monotonic()
         with pytest.raises(PipelineError) as busy, locks.hold("thread1"):
             pass
-    assert busy.value.code == "CONVERSATION_BUSY" and 0.3 <= time.monotonic() - started < 2
+    assert busy.value.code == "CONVERSATION_BUSY" and 0.3 <= time.monotonic() - started < 5  # not the holder's 600 s
 
 
 def test_a_thread_id_cannot_name_a_file_elsewhere(tmp_path: Path) -> None:
