@@ -54,6 +54,9 @@ class Extraction:
     truncated_pages: list[int] = field(default_factory=list)
     # Pages OCR could not read: {"page", "code", "message"} each (pipeline.ocr.reading).
     ocr_errors: list[dict[str, Any]] = field(default_factory=list)
+    # The labels the document itself gives the pages left for OCR ("iii" for a scanned preface),
+    # for the OCR pass to put in their locators as the extractor did for pages with text.
+    page_labels: dict[int, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,6 +72,7 @@ class Extraction:
             pages_needing_ocr=list(data.get("pages_needing_ocr", [])),
             truncated_pages=list(data.get("truncated_pages", [])),
             ocr_errors=list(data.get("ocr_errors", [])),
+            page_labels={int(page): label for page, label in data.get("page_labels", {}).items()},
         )
 
 

@@ -109,8 +109,8 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
             lines[index + 1] = page_lines
         else:
             needing_ocr.append(index + 1)
-    defined_labels = {number: document.get_page_label(number - 1) for number in lines}
-    clean = clean_document(lines, defined_labels=defined_labels)
+    defined_labels = {number: document.get_page_label(number - 1) for number in [*lines, *needing_ocr]}
+    clean = clean_document(lines, defined_labels={number: defined_labels[number] for number in lines})
     return Extraction(
         mime="application/pdf",
         segments=_with_tables(clean.segments, page_tables, clean.locators),
@@ -118,6 +118,7 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
         page_count=page_count,
         pages_needing_ocr=needing_ocr,
         truncated_pages=budget.truncated_pages,
+        page_labels={number: defined_labels[number] for number in needing_ocr if defined_labels[number]},
     )
 
 

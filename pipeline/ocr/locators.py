@@ -15,10 +15,13 @@ from pipeline.ocr.lines import OcrPage
 from pipeline.types import Segment
 
 
-def ocr_segments(pages: dict[int, OcrPage], *, printed_labels: bool = True) -> list[Segment]:
+def ocr_segments(
+    pages: dict[int, OcrPage], *, defined_labels: dict[int, str] | None = None, printed_labels: bool = True
+) -> list[Segment]:
     """The segments of the pages OCR read (page number → what it read), in page order.
-    ``printed_labels``: whether printed page numbers may label them (not when the document's
-    other pages are labelled already)."""
+    ``defined_labels``: the labels the document gives these pages; without them,
+    ``printed_labels`` says whether printed page numbers may label them (not when the
+    document's other pages are labelled already)."""
     read = {number: page for number, page in pages.items() if page.lines}  # a blank verso is no page of text
     if not read:
         return []
@@ -27,4 +30,6 @@ def ocr_segments(pages: dict[int, OcrPage], *, printed_labels: bool = True) -> l
         number: [PageLine(" ".join(line.text.split()), line.box) for line in page.lines]
         for number, page in read.items()
     }
-    return clean_document(lines, defined_labels={}, extra={"ocr": engine}, printed_labels=printed_labels).segments
+    return clean_document(
+        lines, defined_labels=defined_labels or {}, extra={"ocr": engine}, printed_labels=printed_labels
+    ).segments

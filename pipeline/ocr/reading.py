@@ -79,7 +79,7 @@ def read_missing_pages(
             failure = error if isinstance(error, PipelineError) else _engine_bug(number, error)
             unread.append(number)
             errors.append({"page": number, "code": failure.code, "message": failure.message})
-    segments = [*extraction.segments, *ocr_segments(read, printed_labels=not _labelled(extraction))]
+    segments = [*extraction.segments, *ocr_segments(read, defined_labels=extraction.page_labels, printed_labels=not _labelled(extraction))]
     segments.sort(key=lambda segment: segment.locator.get("page", 0))  # stable: a page's own order stays
     return replace(extraction, segments=segments, pages_needing_ocr=unread, ocr_errors=errors)
 

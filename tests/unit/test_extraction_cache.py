@@ -10,7 +10,7 @@ import pytest
 from pipeline.extraction_cache import ExtractInputs, decode, encode, extraction_key
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits
-from pipeline.types import PipelineError
+from pipeline.types import Extraction, PipelineError
 from support.services import CORPUS
 
 HASH = "ab" * 32
@@ -23,6 +23,9 @@ def test_a_real_extraction_comes_back_unchanged() -> None:
     packed = encode(extraction)
     assert len(packed) < len(json.dumps(extraction.to_dict())) / 2  # compressed
     assert decode(packed, max_bytes=50 << 20) == extraction
+    pending = replace(extraction, pages_needing_ocr=[19, 20], page_labels={19: "xix", 20: "A-1"})
+    assert decode(encode(pending), max_bytes=50 << 20) == pending
+    assert Extraction.from_dict(pending.to_dict()) == pending
 
 
 def test_the_key_changes_with_everything_the_output_depends_on() -> None:

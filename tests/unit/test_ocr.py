@@ -117,6 +117,29 @@ def test_a_scanned_book_read_by_ocr_loses_its_running_line_and_keeps_its_printed
     assert all(segment.locator["ocr"] == "tesseract" for segment in extraction.segments)
 
 
+def test_the_labels_a_scanned_pdf_defines_label_its_ocr_pages(corpus_dir):
+    """GeoTopo's first four pages as pictures only, its /PageLabels kept (i, ii, iii, 1): the
+    pages OCR reads carry the document's own labels, as pages with text do."""
+    _require("tesseract")
+    with pdfium.PdfDocument((corpus_dir / "pdf" / "GeoTopo-komprimiert.pdf").read_bytes()) as document:
+        for index in range(len(document) - 1, 3, -1):
+            document.del_page(index)
+        for page in document:
+            bitmap = page.render(scale=100 / 72, grayscale=True)
+            for drawn in list(page.get_objects()):
+                page.remove_obj(drawn)
+            picture = pdfium.PdfImage.new(document)
+            picture.set_bitmap(bitmap)
+            picture.set_matrix(pdfium.PdfMatrix().scale(*page.get_size()))
+            page.insert_obj(picture)
+            page.gen_content()
+        scanned = io.BytesIO()
+        document.save(scanned)
+    extraction = _extract(Path("geotopo-scan.pdf"), _limits("tesseract", dpi=100), scanned.getvalue())
+    assert [(s.locator["page"], s.locator.get("page_label"), s.locator["ocr"]) for s in extraction.segments] == [
+        (1, "i", "tesseract"), (2, "ii", "tesseract"), (3, "iii", "tesseract"), (4, "1", "tesseract")]
+
+
 @pytest.mark.parametrize("turn", [90, 180, 270])
 def test_easyocr_reads_a_turned_page_upright(turn, corpus_dir):
     """easyocr settles a page's orientation itself (the infographic turned each way: a small page,
