@@ -27,7 +27,7 @@ from pipeline.ocr.engines import ocr_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "5"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too
+EXTRACTORS_VERSION = "6"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document
 _LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.
@@ -72,7 +72,6 @@ def encode(extraction: Extraction) -> bytes:
         "pages_needing_ocr": extraction.pages_needing_ocr,
         "truncated_pages": extraction.truncated_pages,
         "ocr_errors": extraction.ocr_errors,
-        "page_labels": {str(page): label for page, label in extraction.page_labels.items()},
         "segments": [[segment.text, segment.locator] for segment in extraction.segments],
     }
     return zlib.compress(json.dumps(document, ensure_ascii=False).encode(), _COMPRESSION)
@@ -95,7 +94,6 @@ def decode(data: bytes, *, max_bytes: int) -> Extraction:
             pages_needing_ocr=list(document["pages_needing_ocr"]),
             truncated_pages=list(document["truncated_pages"]),
             ocr_errors=list(document.get("ocr_errors", [])),
-            page_labels={int(page): str(label) for page, label in document.get("page_labels", {}).items()},
         )
     except (zlib.error, ValueError, KeyError, TypeError) as err:
         raise PipelineError("EXTRACTION_INVALID", f"A cached extraction could not be read: {err}") from None

@@ -1,12 +1,16 @@
 """Small typed records that flow through the ingestion chain.
 
-They are plain data (JSON-friendly through ``to_dict``/``from_dict``) because they cross
-process boundaries as Celery messages: an extract worker returns an ``Extraction`` as JSON.
+They are plain data because they cross process boundaries: a ``SourceRef`` travels in Celery
+messages as JSON (``to_dict``/``from_dict``), an ``Extraction`` comes back from the decoder helper
+pickled and is cached as compressed JSON (``pipeline.extraction_cache``).
 """
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pipeline.extractors.clean_pages import DocumentPages
 
 SourceKind = Literal["attachment", "url"]
 
@@ -54,26 +58,10 @@ class Extraction:
     truncated_pages: list[int] = field(default_factory=list)
     # Pages OCR could not read: {"page", "code", "message"} each (pipeline.ocr.reading).
     ocr_errors: list[dict[str, Any]] = field(default_factory=list)
-    # The labels the document itself gives the pages left for OCR ("iii" for a scanned preface),
-    # for the OCR pass to put in their locators as the extractor did for pages with text.
-    page_labels: dict[int, str] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "Extraction":
-        segments = [Segment(**s) for s in data.get("segments", [])]
-        return cls(
-            mime=data["mime"],
-            segments=segments,
-            title=data.get("title"),
-            page_count=data.get("page_count"),
-            pages_needing_ocr=list(data.get("pages_needing_ocr", [])),
-            truncated_pages=list(data.get("truncated_pages", [])),
-            ocr_errors=list(data.get("ocr_errors", [])),
-            page_labels={int(page): label for page, label in data.get("page_labels", {}).items()},
-        )
+    # A paginated document's pages before cleaning, kept while some of them wait for OCR: the OCR
+    # pass adds the pages it reads and cleans the whole document at once (running lines, printed
+    # labels and reference lists are told across pages). Not kept past the OCR pass.
+    pages: DocumentPages | None = None
 
 
 class PipelineError(Exception):

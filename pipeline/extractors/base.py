@@ -33,7 +33,9 @@ class Extractor(ABC):
     - An extractor MUST release native resources (file handles, PDFium objects) before returning,
       also on error, because one worker process extracts hundreds of sources in a row.
     - Content that needs another pass (for example a PDF page without a text layer) MUST be
-      reported (``pages_needing_ocr``) rather than silently indexed as empty.
+      reported (``pages_needing_ocr``) rather than silently indexed as empty, with the document's
+      other pages, if any, uncleaned (``pages``, ``pipeline.extractors.clean_pages.DocumentPages``), so
+      that the OCR pass cleans the whole document once it has read those pages.
     - ``extract`` MUST keep to ``limits`` (``pipeline.extractors.limits``): it SHOULD check a
       declared size (a page count) before decoding what it sizes, and MUST count every character it
       keeps through one ``CharBudget``, reporting a page it cut in ``truncated_pages``.

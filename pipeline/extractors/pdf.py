@@ -16,7 +16,7 @@ import pypdfium2.raw as pdfium_c
 
 from pipeline.extractors.base import Extractor, extension
 from pipeline.extractors.limits import CharBudget, ExtractLimits
-from pipeline.extractors.clean_pages import clean_document
+from pipeline.extractors.clean_pages import DocumentPages
 from pipeline.extractors.pdf_lines import PageFrame, PageLine, page_text, read_lines
 from pipeline.extractors.pdf_tables import PageTable, TableReader
 from pipeline.pdfium_lock import PDFIUM_LOCK
@@ -82,7 +82,9 @@ def _load_error(error: pdfium.PdfiumError, filename: str) -> PipelineError:
 def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader) -> Extraction:
     """Every page's clean text (pipeline.extractors.clean_pages: no running headers and footers,
     printed labels, the reference list marked, a line table per segment), its tables as segments
-    of their own (pipeline.extractors.pdf_tables) after its text; close each page at once.
+    of their own (pipeline.extractors.pdf_tables) after its text; close each page at once. When
+    pages wait for OCR, the extraction keeps the pages uncleaned too, for the OCR pass to clean the
+    whole document once it has read them.
 
     The page count is the page tree's own claim, so a tree claiming 200,000 pages is refused
     before any page is loaded; a page is read only up to the per-page cap.
@@ -109,16 +111,19 @@ def _read(document: pdfium.PdfDocument, budget: CharBudget, tables: TableReader)
             lines[index + 1] = page_lines
         else:
             needing_ocr.append(index + 1)
-    defined_labels = {number: document.get_page_label(number - 1) for number in [*lines, *needing_ocr]}
-    clean = clean_document(lines, defined_labels={number: defined_labels[number] for number in lines})
+    document_pages = DocumentPages(
+        lines,
+        defined_labels={number: document.get_page_label(number - 1) for number in range(1, page_count + 1)},
+        tables={number: _table_segments(found) for number, found in page_tables.items()},
+    )
     return Extraction(
         mime="application/pdf",
-        segments=_with_tables(clean.segments, page_tables, clean.locators),
+        segments=document_pages.segments(),
         title=_title(document),
         page_count=page_count,
         pages_needing_ocr=needing_ocr,
         truncated_pages=budget.truncated_pages,
-        page_labels={number: defined_labels[number] for number in needing_ocr if defined_labels[number]},
+        pages=document_pages if needing_ocr else None,
     )
 
 
@@ -151,22 +156,9 @@ def _outside(lines: list[PageLine], tables: list[PageTable]) -> list[PageLine]:
     return [line for line in lines if not within(line)]
 
 
-def _with_tables(
-    segments: list[Segment], page_tables: dict[int, list[PageTable]], located: dict[int, dict[str, object]]
-) -> list[Segment]:
-    """``segments`` (in page order) with each page's tables after the page's text, numbered on
-    the page."""
-    by_page: dict[int, list[Segment]] = {}
-    for segment in segments:
-        by_page.setdefault(segment.locator["page"], []).append(segment)
-    placed: list[Segment] = []
-    for number in sorted(set(by_page) | set(page_tables)):
-        placed.extend(by_page.get(number, []))
-        placed.extend(
-            Segment(table.text, {**located[number], "table": ordinal, LINES: table.lines})
-            for ordinal, table in enumerate(page_tables.get(number, []), start=1)
-        )
-    return placed
+def _table_segments(tables: list[PageTable]) -> list[Segment]:
+    """A page's tables as segments, numbered on the page."""
+    return [Segment(table.text, {"table": ordinal, LINES: table.lines}) for ordinal, table in enumerate(tables, start=1)]
 
 
 def _title(document: pdfium.PdfDocument) -> str | None:

@@ -21,7 +21,8 @@ import numpy as np
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.engines import engine, ocr_ready, page_timeout
 from pipeline.ocr.lines import OcrPage
-from pipeline.ocr.locators import ocr_segments
+from pipeline.extractors.clean_pages import DocumentPages
+from pipeline.ocr.locators import with_read_pages
 from pipeline.ocr.page_images import page_image
 from pipeline.sandbox import DecoderProcess, decoder
 from pipeline.sandbox.outcomes import MEMORY_LIMIT
@@ -55,12 +56,14 @@ def read_missing_pages(
 ) -> Extraction:
     """``extraction`` with the text of its pages that need OCR, when OCR is enabled and can run.
 
-    Pages left unread stay in ``pages_needing_ocr``, with their reasons in ``ocr_errors``.
+    Pages left unread stay in ``pages_needing_ocr``, with their reasons in ``ocr_errors``. The
+    pages read join the extraction's other pages (``Extraction.pages``) and the document is
+    cleaned again as one.
     """
     settings = limits.ocr
     pages = extraction.pages_needing_ocr
     if not pages or not ocr_ready(settings):
-        return extraction
+        return replace(extraction, pages=None)
     if len(pages) > settings.max_pages:
         raise PipelineError(
             "OCR_TOO_MANY_PAGES",
@@ -79,15 +82,8 @@ def read_missing_pages(
             failure = error if isinstance(error, PipelineError) else _engine_bug(number, error)
             unread.append(number)
             errors.append({"page": number, "code": failure.code, "message": failure.message})
-    segments = [*extraction.segments, *ocr_segments(read, defined_labels=extraction.page_labels, printed_labels=not _labelled(extraction))]
-    segments.sort(key=lambda segment: segment.locator.get("page", 0))  # stable: a page's own order stays
-    return replace(extraction, segments=segments, pages_needing_ocr=unread, ocr_errors=errors)
-
-
-def _labelled(extraction: Extraction) -> bool:
-    """Whether the document's pages with a text layer carry labels (its own or printed ones):
-    pages read by OCR then take no printed numbers of their own, which could disagree."""
-    return any("page_label" in segment.locator for segment in extraction.segments)
+    document = with_read_pages(extraction.pages or DocumentPages(), read)
+    return replace(extraction, segments=document.segments(), pages_needing_ocr=unread, ocr_errors=errors, pages=None)
 
 
 def _engine_bug(number: int, error: RuntimeError) -> PipelineError:

@@ -6,6 +6,7 @@ import io
 import os
 import struct
 import zlib
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from PIL import Image
 from pipeline.embedder import HashingEmbedder
 from pipeline.extraction_cache import attachment_inputs
 from pipeline.extractors.limits import ExtractLimits
+from pipeline.extractors.reference_lists import REFERENCES
 from pipeline.fetch import FetchPolicy
 from pipeline.ocr.engines import missing
 from pipeline.ocr.reading import ocr_error, ocr_helper
@@ -124,20 +126,52 @@ def test_the_labels_a_scanned_pdf_defines_label_its_ocr_pages(corpus_dir):
     with pdfium.PdfDocument((corpus_dir / "pdf" / "GeoTopo-komprimiert.pdf").read_bytes()) as document:
         for index in range(len(document) - 1, 3, -1):
             document.del_page(index)
-        for page in document:
-            bitmap = page.render(scale=100 / 72, grayscale=True)
-            for drawn in list(page.get_objects()):
-                page.remove_obj(drawn)
-            picture = pdfium.PdfImage.new(document)
-            picture.set_bitmap(bitmap)
-            picture.set_matrix(pdfium.PdfMatrix().scale(*page.get_size()))
-            page.insert_obj(picture)
-            page.gen_content()
-        scanned = io.BytesIO()
-        document.save(scanned)
-    extraction = _extract(Path("geotopo-scan.pdf"), _limits("tesseract", dpi=100), scanned.getvalue())
+        scanned = _scanned(document, range(4), dpi=100)
+    extraction = _extract(Path("geotopo-scan.pdf"), _limits("tesseract", dpi=100), scanned)
     assert [(s.locator["page"], s.locator.get("page_label"), s.locator["ocr"]) for s in extraction.segments] == [
         (1, "i", "tesseract"), (2, "ii", "tesseract"), (3, "iii", "tesseract"), (4, "1", "tesseract")]
+
+
+def test_a_partly_scanned_book_is_cleaned_as_one_document(corpus_dir):
+    """Vicksburg with its third and fourth pages as pictures only: the running line leaves the
+    pages OCR read too, and they carry the numbers they print (52, 53) like the pages with text
+    around them; cleaned apart, the two scanned pages were too few to tell a running line and
+    took no printed numbers beside labelled pages."""
+    _require("tesseract")
+    with pdfium.PdfDocument((corpus_dir / "pdf" / "Seige_of_Vicksburg_Sample_OCR.pdf").read_bytes()) as document:
+        scanned = _scanned(document, [2, 3], dpi=150)
+    extraction = _extract(Path("vicksburg-part-scan.pdf"), _limits("tesseract", dpi=150), scanned)
+    assert [(s.locator["page"], s.locator.get("page_label"), s.locator.get("ocr")) for s in extraction.segments] == [
+        (1, "49", None), (2, "50", None), (3, "52", "tesseract"), (4, "53", "tesseract"), (5, "54", None), (6, "55", None)]
+    assert not any("SIEGE OF" in segment.text for segment in extraction.segments)
+
+
+def test_a_reference_list_running_onto_a_scanned_page_is_marked_there(corpus_dir):
+    """TableFormer's last page (the reference list's second page) as a picture only: OCR's text of
+    it belongs to the list that began on the page before, so answers do not quote it as claims."""
+    _require("tesseract")
+    with pdfium.PdfDocument((corpus_dir / "pdf" / "tableformer-2203.00274.pdf").read_bytes()) as document:
+        scanned = _scanned(document, [9], dpi=150)
+    extraction = _extract(Path("tableformer-part-scan.pdf"), _limits("tesseract", dpi=150), scanned)
+    last = [segment for segment in extraction.segments if segment.locator["page"] == 10]
+    assert last and all(s.locator["ocr"] == "tesseract" and s.locator.get("section") == REFERENCES for s in last)
+
+
+def _scanned(document: pdfium.PdfDocument, indexes: Iterable[int], *, dpi: int) -> bytes:
+    """``document`` with the pages at ``indexes`` turned into pictures of themselves (no text layer)."""
+    for index in indexes:
+        page = document[index]
+        bitmap = page.render(scale=dpi / 72, grayscale=True)
+        for drawn in list(page.get_objects()):
+            page.remove_obj(drawn)
+        picture = pdfium.PdfImage.new(document)
+        picture.set_bitmap(bitmap)
+        picture.set_matrix(pdfium.PdfMatrix().scale(*page.get_size()))
+        page.insert_obj(picture)
+        page.gen_content()
+    scanned = io.BytesIO()
+    document.save(scanned)
+    return scanned.getvalue()
 
 
 @pytest.mark.parametrize("turn", [90, 180, 270])

@@ -7,7 +7,8 @@ import pytest
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.line_boxes import LINES
 from pipeline.ocr.lines import OcrLine, OcrPage
-from pipeline.ocr.locators import ocr_segments
+from pipeline.extractors.clean_pages import DocumentPages
+from pipeline.ocr.locators import with_read_pages
 from pipeline.ocr.orientation import box_on_page, turned
 from pipeline.types import Segment
 
@@ -18,7 +19,7 @@ def test_a_chunk_keeps_the_boxes_of_the_lines_its_span_overlaps():
         OcrLine("second line", (0.1, 0.2, 0.6, 0.22), 0.9),
         OcrLine("third", (0.1, 0.3, 0.3, 0.32), 0.9),
     ])
-    (segment,) = ocr_segments({3: page})
+    (segment,) = with_read_pages(DocumentPages(), {3: page}).segments()
     assert segment.text == "first line\nsecond line\nthird"
     first, second = chunk_segments([segment], source_fingerprint="f", settings=ChunkSettings(17, 0))
     assert [first.text, second.text] == ["first line second", "line third"]

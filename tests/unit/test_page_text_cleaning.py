@@ -9,7 +9,7 @@ from pipeline.answering.extractive import ExtractiveSettings, not_a_claim, selec
 from pipeline.answering.types import EvidenceItem
 from pipeline.chunker import chunk_segments
 from pipeline.extractors import extract
-from pipeline.extractors.clean_pages import clean_document
+from pipeline.extractors.clean_pages import DocumentPages
 from pipeline.extractors.page_furniture import remove_running_lines
 from pipeline.extractors.pdf_lines import PageLine
 from pipeline.extractors.reference_lists import REFERENCES, mark_reference_lists
@@ -103,7 +103,7 @@ def test_a_body_line_with_the_text_of_a_running_header_keeps_its_own_box() -> No
         for page, word in enumerate(WORDS[:4], start=1)
     }
     pages[2].insert(6, PageLine("Masthead line 3", body))
-    segments = clean_document(pages, defined_labels={}).segments
+    segments = DocumentPages(pages).segments()
     assert [segment.text.split("\n")[0] for segment in segments] == [
         "Paragraph one about appleone.", "Masthead line 3", "Paragraph one about cedarone.", "Paragraph one about daisyone."]
     assert segments[1].locator[LINES][0][2:] == list(body)
