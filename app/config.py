@@ -14,6 +14,7 @@ from pathlib import Path
 from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.settings import ENGINE_CHOICES, OcrSettings
+from pipeline.speech.settings import MODEL_CHOICES, SpeechSettings
 
 # The extraction caps' and chunking defaults live with them (their modules say why).
 # The embedded broker's URL scheme: kombu's SQLAlchemy transport with a cheaper poll
@@ -23,6 +24,7 @@ LOG_FORMATS = ("text", "json")
 LOG_LEVELS = ("info", "debug", "warning", "error")
 _EXTRACT = ExtractLimits()
 _OCR = OcrSettings()
+_SPEECH = SpeechSettings()
 _CHUNKS = ChunkSettings()
 
 
@@ -138,6 +140,14 @@ class Settings:
                     max_pages=_int(env, "GNOSI_OCR_MAX_PAGES", _OCR.max_pages),
                     page_timeout_seconds=_int(env, "GNOSI_OCR_PAGE_TIMEOUT_SECONDS", _OCR.page_timeout_seconds),
                     memory_mb=_int(env, "GNOSI_OCR_MEMORY_MB", _OCR.memory_mb),
+                ),
+                speech=SpeechSettings(
+                    model=_choice(env, "GNOSI_SPEECH_MODEL", MODEL_CHOICES),
+                    max_seconds=_int(env, "GNOSI_SPEECH_MAX_SECONDS", _SPEECH.max_seconds),
+                    window_timeout_seconds=_int(
+                        env, "GNOSI_SPEECH_WINDOW_TIMEOUT_SECONDS", _SPEECH.window_timeout_seconds
+                    ),
+                    memory_mb=_int(env, "GNOSI_SPEECH_MEMORY_MB", _SPEECH.memory_mb),
                 ),
             ),
             chunking=ChunkSettings(

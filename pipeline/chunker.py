@@ -3,7 +3,9 @@
 A chunk is the unit that search returns and that a citation points at, so it never spans two
 locators: a citation must name one PDF page, one media time range or one web section, and the
 evidence view must be able to show the cited text at that place. Each run of segments sharing a
-locator is therefore chunked on its own.
+locator is therefore chunked on its own. A transcript's segments (each a stretch of speech with
+its ``start`` and ``end``) are the exception: consecutive ones are chunked together at segment
+boundaries, and the chunk's time range runs from its first segment's start to its last one's end.
 
 Within a run, chunks end at sentence (or paragraph) boundaries where possible, else at a space,
 else mid-word (text with no spaces at all). Consecutive chunks overlap a little, so a sentence that
@@ -53,6 +55,8 @@ _SENTENCE_END = re.compile(
     r"|[\u3002\uff01\uff1f\uff61\u0964\u0965][\u300d\u300f\u201d\u2019\uff09)]*"
     r"|\n"
 )
+# Marks the shared locator of a run of timed segments (a transcript) while chunking.
+TIMED = "\x00timed"
 # Where a cut between words is acceptable: at a space, or after CJK clause punctuation.
 _WORD_BREAK = re.compile(r"[ \n]|(?<=[\uff0c\u3001\uff1b\uff1a])")
 
@@ -83,7 +87,7 @@ class Chunk:
     """One citeable piece of a source.
 
     ``locator`` is the segment's locator plus ``char_start``/``char_end``: the chunk's span in the
-    locator's text (the segment text, or the texts of consecutive segments sharing that locator
+    locator's text (a transcript's chunk has its ``start``/``end`` in seconds instead) (the segment text, or the texts of consecutive segments sharing that locator
     joined by a blank line), so the evidence view can highlight it. A segment's line table
     (``pipeline.line_boxes``) becomes the ``boxes`` of the lines the chunk covers.
     """
@@ -133,6 +137,10 @@ def chunk_segments(
     max_chars, overlap_chars = settings.max_chars, settings.overlap_chars
     chunks: list[Chunk] = []
     for locator_of_run, run in groupby(segments, key=_run_locator):
+        if TIMED in locator_of_run:
+            for text, locator in _speech_chunks(list(run), max_chars, overlap_chars):
+                chunks.append(Chunk(len(chunks), text, locator, make_chunk_id(source_fingerprint, len(chunks), text)))
+            continue
         joined, lines = _joined(list(run))
         normalised = _normalise(joined)
         for start, end in _spans(normalised.text, max_chars, overlap_chars):
@@ -147,8 +155,36 @@ def chunk_segments(
 
 
 def _run_locator(segment: Segment) -> dict[str, Any]:
-    """The locator a segment's chunks share: its own, less the line table they narrow."""
+    """The locator a segment's chunks share: its own, less the line table they narrow; a timed
+    segment's, less its times (consecutive stretches of speech chunk together), marked ``TIMED``."""
+    if "start" in segment.locator:
+        return {TIMED: True, **{key: value for key, value in segment.locator.items() if key not in ("start", "end")}}
     return {key: value for key, value in segment.locator.items() if key != LINES}
+
+
+def _speech_chunks(run: list[Segment], max_chars: int, overlap_chars: int) -> list[tuple[str, dict[str, Any]]]:
+    """Chunks of consecutive timed segments (a transcript): whole segments up to ``max_chars``,
+    located from the first one's start to the last one's end, the next chunk beginning with the
+    last segments of this one that fit in ``overlap_chars``; a segment longer than ``max_chars``
+    alone is cut as text is, every piece keeping its time range."""
+    texts = [_normalise(segment.text).text for segment in run]
+    chunks: list[tuple[str, dict[str, Any]]] = []
+    first = 0
+    while first < len(run):
+        last, size = first + 1, len(texts[first])
+        while last < len(run) and size + 1 + len(texts[last]) <= max_chars:
+            size, last = size + 1 + len(texts[last]), last + 1
+        text = " ".join(part for part in texts[first:last] if part)
+        shared = {key: value for key, value in _run_locator(run[first]).items() if key != TIMED}
+        locator = {"start": run[first].locator["start"], "end": run[last - 1].locator["end"], **shared}
+        chunks.extend((text[start:end], locator) for start, end in _spans(text, max_chars, overlap_chars))
+        if last == len(run):
+            break
+        overlap, back = last, 0
+        while overlap - 1 > first and back + len(texts[overlap - 1]) + 1 <= overlap_chars:
+            overlap, back = overlap - 1, back + len(texts[overlap - 1]) + 1
+        first = overlap
+    return chunks
 
 
 def _joined(run: list[Segment]) -> tuple[str, list[list[float]] | None]:

@@ -24,10 +24,11 @@ from importlib.metadata import version
 
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.engines import ocr_ready
+from pipeline.speech.transcribing import speech_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "6"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document
+EXTRACTORS_VERSION = "6"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document, audio and video transcribed
 _LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.
@@ -58,7 +59,7 @@ def extraction_key(content_hash: str, inputs: ExtractInputs, limits: ExtractLimi
     """The cache key of the extraction of bytes hashing to ``content_hash`` read with ``inputs``."""
     recipe = [
         content_hash, EXTRACTORS_VERSION, *_library_versions(), *astuple(inputs), *astuple(limits),
-        ocr_ready(limits.ocr),
+        ocr_ready(limits.ocr), speech_ready(limits.speech),
     ]
     return hashlib.sha256(json.dumps(recipe).encode()).hexdigest()
 
@@ -72,6 +73,7 @@ def encode(extraction: Extraction) -> bytes:
         "pages_needing_ocr": extraction.pages_needing_ocr,
         "truncated_pages": extraction.truncated_pages,
         "ocr_errors": extraction.ocr_errors,
+        "duration_seconds": extraction.duration_seconds,
         "segments": [[segment.text, segment.locator] for segment in extraction.segments],
     }
     return zlib.compress(json.dumps(document, ensure_ascii=False).encode(), _COMPRESSION)
@@ -94,6 +96,7 @@ def decode(data: bytes, *, max_bytes: int) -> Extraction:
             pages_needing_ocr=list(document["pages_needing_ocr"]),
             truncated_pages=list(document["truncated_pages"]),
             ocr_errors=list(document.get("ocr_errors", [])),
+            duration_seconds=document.get("duration_seconds"),
         )
     except (zlib.error, ValueError, KeyError, TypeError) as err:
         raise PipelineError("EXTRACTION_INVALID", f"A cached extraction could not be read: {err}") from None

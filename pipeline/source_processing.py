@@ -22,6 +22,7 @@ from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
 from pipeline.ocr.reading import BeforePage, read_missing_pages
 from pipeline.ocr.unread import unread_reason
+from pipeline.speech.transcribing import BeforeWindow, transcribe, unheard_reason
 from pipeline.types import Extraction, PipelineError, SourceRef
 
 
@@ -106,14 +107,22 @@ def read_source(
     return ReadSource(fetched.content, content_hash, inputs, {"content_hash": content_hash, **web})
 
 
-def extract_read(read: ReadSource, limits: ExtractLimits, *, before_page: BeforePage | None = None) -> Extraction:
+def extract_read(
+    read: ReadSource,
+    limits: ExtractLimits,
+    *,
+    before_page: BeforePage | None = None,
+    before_window: BeforeWindow | None = None,
+) -> Extraction:
     """The located text of what ``read_source`` read (in the decoder helper, within ``limits``),
-    with OCR of the pages that have no text layer (``before_page`` hears of each one first)."""
+    with OCR of the pages that have no text layer (``before_page`` hears of each one first) and
+    the transcript of a recording's speech (``before_window`` hears how far it has come)."""
     inputs = read.inputs
     extraction = extract(
         read.data, filename=inputs.filename, mime=inputs.mime, url=inputs.url,
         declared_charset=inputs.declared_charset, limits=limits,
     )
+    extraction = transcribe(extraction, limits, before_window=before_window)
     return read_missing_pages(read.data, extraction, limits, before_page=before_page)
 
 
@@ -139,8 +148,9 @@ def chunk_extraction(
         "page_count": extraction.page_count,
         "pages_needing_ocr": extraction.pages_needing_ocr,
     }
-    if not extraction.segments:
-        code, message = unread_reason(extraction, limits.ocr) or ("NO_TEXT", "No text could be extracted.")
+    unheard = unheard_reason(extraction, limits.speech)
+    if not extraction.segments and (unheard is None or unheard.failed):
+        code, message = unheard[:2] if unheard else unread_reason(extraction, limits.ocr) or ("NO_TEXT", "No text could be extracted.")
         return SourceResult(source_id, "error", code, message, meta)
 
     # Chunk ids hash the content *and* the source's identity: the same file attached to two
@@ -153,7 +163,8 @@ def chunk_extraction(
         for chunk in chunks
     ]
     note_code, note = (
-        truncation_note(extraction.truncated_pages, limits) or unread_reason(extraction, limits.ocr) or (None, None)
+        truncation_note(extraction.truncated_pages, limits) or unread_reason(extraction, limits.ocr)
+        or (unheard[:2] if unheard else (None, None))
     )
     meta["chunking"] = chunking.recipe(embedder.name)
     return SourceResult(

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     from pipeline.extractors.clean_pages import DocumentPages
+    from pipeline.speech.audio import SpeechAudio
 
 SourceKind = Literal["attachment", "url"]
 
@@ -62,6 +63,11 @@ class Extraction:
     # pass adds the pages it reads and cleans the whole document at once (running lines, printed
     # labels and reference lists are told across pages). Not kept past the OCR pass.
     pages: DocumentPages | None = None
+    # How long an audio or video source plays (None for other sources).
+    duration_seconds: float | None = None
+    # An audio or video source's decoded sound and where it has speech, kept for the
+    # transcription pass (pipeline.speech.transcribing); not kept past it.
+    speech: SpeechAudio | None = None
 
 
 class PipelineError(Exception):

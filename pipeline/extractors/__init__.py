@@ -5,6 +5,7 @@ subclass and one ``register`` line below; nothing else changes.
 """
 from pipeline.extractors.html import HtmlExtractor
 from pipeline.extractors.image import ImageExtractor
+from pipeline.extractors.media import MediaExtractor
 from pipeline.extractors.pdf import PdfExtractor
 from pipeline.extractors.registry import extract, pick, register
 from pipeline.extractors.text import TextExtractor
@@ -13,5 +14,6 @@ register(PdfExtractor())
 register(HtmlExtractor())
 register(TextExtractor())
 register(ImageExtractor())
+register(MediaExtractor())
 
 __all__ = ["extract", "pick", "register"]

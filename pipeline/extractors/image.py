@@ -5,7 +5,7 @@ so a decompression bomb is refused before the OCR pass decodes a pixel of it.
 """
 from __future__ import annotations
 
-from pipeline.extractors.base import Extractor, extension
+from pipeline.extractors.base import Extractor, extension, kind_score
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.page_images import frame_count
 from pipeline.types import Extraction, PipelineError
@@ -21,9 +21,7 @@ class ImageExtractor(Extractor):
     name = "image"
 
     def score(self, mime: str, filename: str) -> int:
-        if mime in IMAGE_MIMES:
-            return 10
-        return 5 if extension(filename) in _MIME_OF_EXTENSION else 0
+        return kind_score(mime in IMAGE_MIMES, filename, _MIME_OF_EXTENSION)
 
     def extract(
         self,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pipeline.ocr.settings import OcrSettings
+from pipeline.speech.settings import SpeechSettings
 from pipeline.types import PipelineError
 
 
@@ -41,6 +42,7 @@ class ExtractLimits:
     timeout_seconds: int = 120
     max_table_pages: int = 200
     ocr: OcrSettings = OcrSettings()
+    speech: SpeechSettings = SpeechSettings()
 
 
 @dataclass

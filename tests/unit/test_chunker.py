@@ -141,10 +141,10 @@ def test_chunks_never_span_locators_and_equal_neighbours_merge() -> None:
 
 def test_whitespace_is_normalised_but_paragraphs_survive() -> None:
     text = "  First   line\r\nwraps here.\r\n\r\n\tSecond\u00a0paragraph  \n"
-    [chunk] = chunk_segments([Segment(text, {"start": 1.5, "end": 4.0})], source_fingerprint=FINGERPRINT)
+    [chunk] = chunk_segments([Segment(text, {"offset": 0})], source_fingerprint=FINGERPRINT)
 
     assert chunk.text == "First line wraps here.\nSecond paragraph"
-    assert chunk.locator == {"start": 1.5, "end": 4.0, "char_start": 2, "char_end": len(text.rstrip())}
+    assert chunk.locator == {"offset": 0, "char_start": 2, "char_end": len(text.rstrip())}
 
 
 def test_chunk_ids_are_deterministic_and_content_addressed(corpus_dir: Path) -> None:
@@ -187,3 +187,28 @@ def test_any_text_gives_bounded_chunks_that_point_back_at_their_text(
     assert_well_formed(chunks, segments, max_chars)
     for chunk in chunks:
         chunk.text.encode("utf-8")  # storable: no lone surrogates
+
+
+def test_a_transcript_is_chunked_at_segment_boundaries_with_its_time_range() -> None:
+    """Whole stretches of speech per chunk, overlapping by whole segments; a chunk's range runs
+    from its first segment's start to its last one's end, and a change of language starts a chunk."""
+    said = [f"Sentence {n} is said here." for n in range(6)]
+    segments = [
+        Segment(text, {"start": 2.0 * n, "end": 2.0 * n + 1.5, "transcript": "base", "language": "en" if n < 5 else "de"})
+        for n, text in enumerate(said)
+    ]
+    chunks = chunk_segments(segments, source_fingerprint=FINGERPRINT, settings=ChunkSettings(60, 30))
+    assert [(c.text, c.locator["start"], c.locator["end"], c.locator["language"]) for c in chunks] == [
+        (f"{said[0]} {said[1]}", 0.0, 3.5, "en"),
+        (f"{said[1]} {said[2]}", 2.0, 5.5, "en"),
+        (f"{said[2]} {said[3]}", 4.0, 7.5, "en"),
+        (f"{said[3]} {said[4]}", 6.0, 9.5, "en"),
+        (said[5], 10.0, 11.5, "de"),
+    ]
+    assert all(set(c.locator) == {"start", "end", "transcript", "language"} for c in chunks)
+
+
+def test_a_segment_of_speech_longer_than_a_chunk_is_cut_and_keeps_its_range() -> None:
+    long = " ".join(f"word{n}" for n in range(60))
+    chunks = chunk_segments([Segment(long, {"start": 3.0, "end": 33.0})], source_fingerprint=FINGERPRINT, settings=ChunkSettings(100, 20))
+    assert len(chunks) > 3 and all(len(c.text) <= 100 and (c.locator["start"], c.locator["end"]) == (3.0, 33.0) for c in chunks)
