@@ -41,6 +41,12 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
     return raw
 
 
+def _speech_model(env: dict[str, str]) -> str:
+    """GNOSI_SPEECH_MODEL: a packaged model's name, or the absolute path of a model folder."""
+    raw = env.get("GNOSI_SPEECH_MODEL", "").strip()
+    return raw if raw.startswith("/") else _choice(env, "GNOSI_SPEECH_MODEL", MODEL_CHOICES)
+
+
 def _csv(env: dict[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
 
@@ -142,7 +148,7 @@ class Settings:
                     memory_mb=_int(env, "GNOSI_OCR_MEMORY_MB", _OCR.memory_mb),
                 ),
                 speech=SpeechSettings(
-                    model=_choice(env, "GNOSI_SPEECH_MODEL", MODEL_CHOICES),
+                    model=_speech_model(env),
                     max_seconds=_int(env, "GNOSI_SPEECH_MAX_SECONDS", _SPEECH.max_seconds),
                     window_timeout_seconds=_int(
                         env, "GNOSI_SPEECH_WINDOW_TIMEOUT_SECONDS", _SPEECH.window_timeout_seconds

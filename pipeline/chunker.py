@@ -57,6 +57,8 @@ _SENTENCE_END = re.compile(
 )
 # Marks the shared locator of a run of timed segments (a transcript) while chunking.
 TIMED = "\x00timed"
+# A transcript chunk's stretches of speech: [start, end) in its text, and start and end in seconds.
+SPOKEN = "spoken"
 # Where a cut between words is acceptable: at a space, or after CJK clause punctuation.
 _WORD_BREAK = re.compile(r"[ \n]|(?<=[\uff0c\u3001\uff1b\uff1a])")
 
@@ -174,10 +176,11 @@ def _speech_chunks(run: list[Segment], max_chars: int, overlap_chars: int) -> li
         last, size = first + 1, len(texts[first])
         while last < len(run) and size + 1 + len(texts[last]) <= max_chars:
             size, last = size + 1 + len(texts[last]), last + 1
-        text = " ".join(part for part in texts[first:last] if part)
+        text, spoken = _spoken(run[first:last], texts[first:last])
         shared = {key: value for key, value in _run_locator(run[first]).items() if key != TIMED}
         locator = {"start": run[first].locator["start"], "end": run[last - 1].locator["end"], **shared}
-        chunks.extend((text[start:end], locator) for start, end in _spans(text, max_chars, overlap_chars))
+        pieces = _spans(text, max_chars, overlap_chars)
+        chunks.extend((text[start:end], {**locator, SPOKEN: spoken} if len(pieces) == 1 else locator) for start, end in pieces)
         if last == len(run):
             break
         overlap, back = last, 0
@@ -185,6 +188,22 @@ def _speech_chunks(run: list[Segment], max_chars: int, overlap_chars: int) -> li
             overlap, back = overlap - 1, back + len(texts[overlap - 1]) + 1
         first = overlap
     return chunks
+
+
+def _spoken(run: list[Segment], texts: list[str]) -> tuple[str, list[list[float]]]:
+    """The segments' texts joined by a space, and each one's ``[start, end)`` in that text with
+    its time range in seconds, so a viewer can play the very words a quote is."""
+    joined: list[str] = []
+    spoken: list[list[float]] = []
+    offset = 0
+    for segment, text in zip(run, texts):
+        if not text:
+            continue
+        offset += 1 if joined else 0
+        spoken.append([offset, offset + len(text), segment.locator["start"], segment.locator["end"]])
+        joined.append(text)
+        offset += len(text)
+    return " ".join(joined), spoken
 
 
 def _joined(run: list[Segment]) -> tuple[str, list[list[float]] | None]:

@@ -62,6 +62,7 @@ class EvidenceChunk:
     source_value: str
     source_final_url: str | None
     source_title: str | None
+    source_mime: str | None
 
 
 def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
@@ -170,6 +171,7 @@ def _to_evidence(chunk: Chunk, source: Source) -> EvidenceChunk:
         source_value=source.value,
         source_final_url=source.final_url,
         source_title=source.title,
+        source_mime=source.mime,
     )
 
 
@@ -185,3 +187,42 @@ def chunk_in_revision(
 ) -> EvidenceChunk | None:
     row = session.execute(_evidence_query(notebook, revision_id).where(Chunk.chunk_id == chunk_id)).first()
     return _to_evidence(*row) if row else None
+
+
+def transcript_around(session: Session, cited: EvidenceChunk, reach: int = 2) -> list[dict[str, Any]]:
+    """A recording's transcript around a cited chunk: the chunks up to ``reach`` before and after
+    it in its source, in order, each as ``start``/``end``/``text`` (``cited`` on the cited one),
+    with the speech a chunk repeats from the one before it (chunks overlap) left out of it."""
+    chunk = session.get(Chunk, cited.pk)
+    if chunk is None:
+        return []
+    neighbours = session.scalars(
+        select(Chunk)
+        .where(
+            Chunk.revision_id == chunk.revision_id,
+            Chunk.source_id == chunk.source_id,
+            Chunk.ordinal.between(chunk.ordinal - reach, chunk.ordinal + reach),
+        )
+        .order_by(Chunk.ordinal)
+    ).all()
+    texts = [neighbour.text for neighbour in neighbours]
+    shown = [texts[0], *(_after_repeat(before, text) for before, text in zip(texts, texts[1:]))]
+    cited_at = next(index for index, neighbour in enumerate(neighbours) if neighbour.id == chunk.id)
+    repeated = texts[cited_at][: len(texts[cited_at]) - len(shown[cited_at])].strip()
+    shown[cited_at] = texts[cited_at]  # whole: the repeat leaves the piece before it instead
+    if cited_at and repeated and shown[cited_at - 1].endswith(repeated):
+        shown[cited_at - 1] = shown[cited_at - 1][: -len(repeated)].rstrip()
+    return [
+        {"start": neighbour.locator.get("start", 0), "end": neighbour.locator.get("end", 0), "text": text,
+         **({"cited": True} if index == cited_at else {})}
+        for index, (neighbour, text) in enumerate(zip(neighbours, shown))
+        if text
+    ]
+
+
+def _after_repeat(previous: str, text: str) -> str:
+    """``text`` less its opening words that end ``previous`` (the overlap of two chunks)."""
+    for size in range(min(len(previous), len(text)), 0, -1):
+        if previous.endswith(text[:size]) and (size == len(text) or text[size] == " "):
+            return text[size:].lstrip()
+    return text

@@ -82,5 +82,9 @@ def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
         chunk = evidence.chunk_in_revision(session, notebook, target.revision_id, target.chunk_id)
         if chunk is None:
             raise ApiError(404, "EVIDENCE_NOT_FOUND", "No such chunk in that revision.")
+        transcript = evidence.transcript_around(session, chunk) if "start" in chunk.locator else None
     title = chunk_title(record_titles(services(), notebook.table_id), chunk)
-    return evidence_json(target.notebook_id, chunk, title)
+    shown = evidence_json(target.notebook_id, chunk, title)
+    if transcript is not None:
+        shown["media"] = {"mime": chunk.source_mime, "transcript": transcript}
+    return shown

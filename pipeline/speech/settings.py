@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 OFF = "off"
-# GNOSI_SPEECH_MODEL's values, the default first (docs/decisions/0016 has the measurement).
+# GNOSI_SPEECH_MODEL's named values, the default first (docs/decisions/0016 has the measurement);
+# an absolute path to a CTranslate2 whisper model folder is accepted too (a larger model).
 MODEL_CHOICES = ("base", "tiny.en", OFF)
 
 

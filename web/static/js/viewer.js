@@ -333,14 +333,50 @@ async function showPdf(root, evidence, target, quote) {
   await new PdfView(root, pdf, { cited: evidence.locator, quote, text: evidence.text, title: target.title || "" }).show(evidence.locator.page);
 }
 
-function showMedia(root, evidence, notebookId) {
-  const start = evidence.locator.start;
-  const player = h("video", { controls: true, preload: "metadata", src: `${fileUrl(evidence, notebookId)}#t=${start}` });
-  player.addEventListener("loadedmetadata", () => {
-    if (player.currentTime < start) player.currentTime = start;
+/**
+ * When the quoted words are said: the stretches of speech of the chunk (`spoken`) the quote
+ * overlaps, else the whole chunk's range.
+ */
+function quotedRange(locator, text, quote) {
+  const at = quote ? text.indexOf(quote) : -1;
+  const said = at < 0 ? [] : (locator.spoken || []).filter(([from, to]) => from < at + quote.length && to > at);
+  return said.length ? [said[0][2], said[said.length - 1][3]] : [locator.start, locator.end];
+}
+
+/**
+ * A recording: the built-in player plays the quoted words (a media fragment `#t=start,end`: the
+ * browser stops at its end, and a reader can play on), with the transcript around it below, the
+ * cited part marked with the quote; each part's time seeks the player there.
+ */
+function showMedia(root, evidence, notebookId, quote) {
+  const { start, end } = evidence.locator;
+  const media = evidence.media || { mime: "", transcript: [{ start, end, text: evidence.text, cited: true }] };
+  const [from, to] = quotedRange(evidence.locator, evidence.text, quote);
+  const player = h((media.mime || "").startsWith("audio/") ? "audio" : "video", {
+    controls: true,
+    preload: "metadata",
+    "data-role": "player",
+    src: `${fileUrl(evidence, notebookId)}#t=${from},${to}`,
   });
-  byRole("viewer-meta", root).textContent = `Plays from ${formatTime(start)}`;
-  byRole("viewer-body", root).replaceChildren(player, markedText(evidence.text, null));
+  player.addEventListener("loadedmetadata", () => {
+    if (player.currentTime < from) player.currentTime = from;
+  }, { once: true });
+  const seek = (at) => () => {
+    player.currentTime = at;
+    player.play().catch(() => {}); // a browser that refuses to play without a gesture still seeks
+  };
+  const parts = media.transcript.map((part) =>
+    h(
+      "li",
+      { class: part.cited ? "transcript-part cited" : "transcript-part", "data-start": part.start },
+      h("button", { type: "button", class: "transcript-time", onclick: seek(part.start), "aria-label": `Play from ${formatTime(part.start)}` }, formatTime(part.start)),
+      part.cited ? markedText(part.text, quote) : h("p", { class: "evidence-text" }, part.text),
+    ),
+  );
+  const heard = evidence.locator.transcript ? ` · machine-transcribed (${evidence.locator.transcript})` : "";
+  const range = from === start && to === end ? locatorText(evidence.locator) : `${locatorText({ start: from, end: to })}, the quoted words (the passage runs ${locatorText(evidence.locator)})`;
+  byRole("viewer-meta", root).textContent = `Plays ${range}${heard}`;
+  byRole("viewer-body", root).replaceChildren(player, h("ol", { class: "media-transcript", "data-role": "transcript" }, parts));
 }
 
 function showText(root, evidence, quote, withOriginal = true) {
@@ -382,7 +418,7 @@ export async function showEvidence(root, target, evidence = null) {
     byRole("viewer-quote-text", root).textContent = quote;
     const locator = evidence.locator || {};
     if (locator.page) await showPdf(root, evidence, target, quote);
-    else if (locator.start !== undefined) showMedia(root, evidence, target.notebookId);
+    else if (locator.start !== undefined) showMedia(root, evidence, target.notebookId, quote);
     else showText(root, evidence, quote, target.original !== false);
     root.dataset.state = "ready";
     return evidence;

@@ -1,0 +1,102 @@
+"""Recordings in the real service: the worker transcribes them (faster-whisper, the packaged base
+model), an answer from a recording cites the time range the answer is spoken in, and the viewer's
+player opens at the cited second with the transcript around it, the quote marked."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import ExitStack
+from urllib.parse import urlencode
+
+import pytest
+from browser_support import Service, sign_in_with_token
+from playwright.sync_api import Page, expect
+from support.live import deployment
+from support.services import require
+from support.vault import VaultBuilder
+
+from pipeline.speech.models import missing
+from pipeline.speech.settings import SpeechSettings
+
+
+@pytest.fixture(scope="module")
+def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: ignore[no-untyped-def]
+    """A service of its own whose notebook holds the licence read in English then German, and
+    the LibriVox preamble as a video, transcribed."""
+    require(missing(SpeechSettings().model) is None, f"speech model: {missing(SpeechSettings().model)}")
+    tmp = tmp_path_factory.mktemp("media")
+    vault = VaultBuilder(tmp / "vault")
+    vault.record("licence", "The MIT licence, read aloud", file=vault.attach_corpus("audio/multilingual.mp3"))
+    vault.record("librivox", "Shakespeare on Scenery, opening", file=vault.attach_corpus("audio/sample_10s_video-mp4.mp4"))
+    with ExitStack() as stack:
+        d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, redis=False))
+        d.start_web()
+        notebook_id = d.api.create(["licence", "librivox"], title="Recordings")
+        detail = d.api.wait_for_job(notebook_id, timeout=240)
+        assert detail["job"]["state"] == "succeeded", detail
+        yield Service(d, str(d.api.http.base_url).rstrip("/"), d.token, d.token, ""), notebook_id
+
+
+def _cited(service: Service, notebook_id: str, question: str, resource_id: str) -> dict:
+    status, events = service.deployment.api.chat({"notebook_id": notebook_id, "message": question})
+    assert status == 200 and events[-1][0] == "done", events
+    citations = [c for c in events[-1][1]["citations"] if c["resource_id"] == resource_id]
+    assert citations, events[-1][1]
+    return citations[0]
+
+
+def _open(page: Page, service: Service, notebook_id: str, citation: dict) -> None:
+    query = urlencode({"revision": citation["revision_id"], "quote": citation["quote"]})
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}/evidence/{citation['chunk_id']}?{query}")
+    expect(page.locator("[data-role=viewer]")).to_have_attribute("data-state", "ready", timeout=60_000)
+
+
+PLAYER = """() => new Promise((resolve) => {
+  const player = document.querySelector('[data-role=player]');
+  const report = () => resolve({ tag: player.tagName, at: player.currentTime, ready: player.readyState, src: player.currentSrc });
+  if (player.readyState >= 1) report(); else player.addEventListener('loadedmetadata', () => setTimeout(report, 50), { once: true });
+})"""
+
+
+def test_an_answer_from_a_recording_cites_when_it_is_said_and_the_player_opens_there(recordings, open_page, shot) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = recordings
+    citation = _cited(service, notebook_id, "Was umfasst insbesondere das Recht an der Software?", "licence")
+    locator = citation["locator"]
+    assert locator["language"] == "de" and locator["transcript"] == "base", locator
+    assert 29 <= locator["start"] < locator["end"] <= 60, locator  # the German half, after the English one
+    assert "insbesondere" in citation["quote"], citation["quote"]
+
+    evidence = service.deployment.api.get(
+        f"/api/notebooks/{notebook_id}/evidence/{citation['chunk_id']}", revision=citation["revision_id"]
+    ).json()
+    transcript = evidence["media"]["transcript"]
+    assert evidence["media"]["mime"] == "audio/mpeg"
+    assert [part.get("cited", False) for part in transcript] == [False, True], transcript  # the English chunk before it
+    assert transcript[0]["end"] <= locator["start"] + 1 and "Permission" in transcript[0]["text"]
+
+    page = open_page("desktop")
+    _open(page, service, notebook_id, citation)
+    state = page.evaluate(PLAYER)
+    assert state["tag"] == "AUDIO" and state["ready"] >= 1, state
+    said = [span for span in locator["spoken"] if "insbesondere" in evidence["text"][span[0]:span[1]]]
+    assert len(said) == 1 and said[0][2] > locator["start"] + 5, locator  # the quote's own sentence, mid-chunk
+    assert state["at"] == pytest.approx(said[0][2], abs=0.5), state  # opens where the quoted words are said
+    assert state["src"].endswith(f"#t={said[0][2]},{said[0][3]}"), state  # and plays them
+    cited = page.locator("[data-role=transcript] .transcript-part.cited")
+    expect(cited.locator("mark.highlight")).to_contain_text("insbesondere")
+    expect(page.locator("[data-role=transcript] .transcript-part")).to_have_count(2)
+    shot(page, "evidence-audio")
+
+    page.locator("[data-role=transcript] .transcript-time").first.click()
+    assert page.evaluate("() => document.querySelector('[data-role=player]').currentTime") < 1  # seeks to the earlier part
+
+
+def test_a_video_plays_in_the_viewer_at_its_cited_second(recordings, open_page) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = recordings
+    citation = _cited(service, notebook_id, "Which recordings are in the public domain?", "librivox")
+    assert citation["locator"]["start"] < 10 and "public domain" in citation["quote"], citation
+
+    page = open_page("desktop")
+    _open(page, service, notebook_id, citation)
+    state = page.evaluate(PLAYER)
+    spoken = citation["locator"]["spoken"]
+    assert state["tag"] == "VIDEO" and citation["locator"]["start"] <= state["at"] <= spoken[-1][3], state
