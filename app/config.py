@@ -44,7 +44,13 @@ def _choice(env: dict[str, str], name: str, choices: tuple[str, ...]) -> str:
 def _speech_model(env: dict[str, str]) -> str:
     """GNOSI_SPEECH_MODEL: a packaged model's name, or the absolute path of a model folder."""
     raw = env.get("GNOSI_SPEECH_MODEL", "").strip()
-    return raw if raw.startswith("/") else _choice(env, "GNOSI_SPEECH_MODEL", MODEL_CHOICES)
+    if raw.startswith("/"):
+        return raw
+    if raw.lower() in ("", *MODEL_CHOICES):
+        return _choice(env, "GNOSI_SPEECH_MODEL", MODEL_CHOICES)
+    raise ValueError(
+        f"GNOSI_SPEECH_MODEL must be one of {', '.join(MODEL_CHOICES)} or the absolute path of a model folder, not {raw!r}"
+    )
 
 
 def _csv(env: dict[str, str], name: str) -> tuple[str, ...]:

@@ -89,9 +89,10 @@ class Chunk:
     """One citeable piece of a source.
 
     ``locator`` is the segment's locator plus ``char_start``/``char_end``: the chunk's span in the
-    locator's text (a transcript's chunk has its ``start``/``end`` in seconds instead) (the segment text, or the texts of consecutive segments sharing that locator
+    locator's text (the segment text, or the texts of consecutive segments sharing that locator
     joined by a blank line), so the evidence view can highlight it. A segment's line table
-    (``pipeline.line_boxes``) becomes the ``boxes`` of the lines the chunk covers.
+    (``pipeline.line_boxes``) becomes the ``boxes`` of the lines the chunk covers. A transcript's
+    chunk has instead its time range (``start``/``end``) and its stretches of speech (``spoken``).
     """
 
     ordinal: int
@@ -186,7 +187,9 @@ def _speech_chunks(run: list[Segment], max_chars: int, overlap_chars: int) -> li
         overlap, back = last, 0
         while overlap - 1 > first and back + len(texts[overlap - 1]) + 1 <= overlap_chars:
             overlap, back = overlap - 1, back + len(texts[overlap - 1]) + 1
-        first = overlap
+        # the overlap only where the next segment still fits after it: else the next chunk
+        # would repeat this one's end and nothing more
+        first = overlap if back + len(texts[last]) <= max_chars else last
     return chunks
 
 

@@ -7,7 +7,8 @@ embedding settings, or a retry after a failed index step, chunk again without ex
 The key covers everything the extractor's output depends on besides the bytes: the extractors'
 version (``EXTRACTORS_VERSION``, bumped with any change to what they emit, plus the versions of
 the decoding libraries), the caps (a lower page cap truncates) and OCR settings, whether the OCR
-engine can run (a scan extracted before tesseract was installed is read again after), and what the
+engine can run (a scan extracted before tesseract was installed is read again after), which speech
+model transcribes (its packages' versions, or a model folder's file), and what the
 extractor is told about the source (file name, MIME type, declared charset, and the URL that web
 locators carry).
 Two records that attach the same file share one entry.
@@ -24,12 +25,13 @@ from importlib.metadata import version
 
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.engines import ocr_ready
+from pipeline.speech.models import identity
 from pipeline.speech.transcribing import speech_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
 EXTRACTORS_VERSION = "6"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document, audio and video transcribed
-_LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow")
+_LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow", "av", "faster-whisper", "ctranslate2")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.
 _COMPRESSION = 1
@@ -59,7 +61,7 @@ def extraction_key(content_hash: str, inputs: ExtractInputs, limits: ExtractLimi
     """The cache key of the extraction of bytes hashing to ``content_hash`` read with ``inputs``."""
     recipe = [
         content_hash, EXTRACTORS_VERSION, *_library_versions(), *astuple(inputs), *astuple(limits),
-        ocr_ready(limits.ocr), speech_ready(limits.speech),
+        ocr_ready(limits.ocr), identity(limits.speech.model) if speech_ready(limits.speech) else None,
     ]
     return hashlib.sha256(json.dumps(recipe).encode()).hexdigest()
 
@@ -74,6 +76,7 @@ def encode(extraction: Extraction) -> bytes:
         "truncated_pages": extraction.truncated_pages,
         "ocr_errors": extraction.ocr_errors,
         "duration_seconds": extraction.duration_seconds,
+        "transcribed_by": extraction.transcribed_by,
         "segments": [[segment.text, segment.locator] for segment in extraction.segments],
     }
     return zlib.compress(json.dumps(document, ensure_ascii=False).encode(), _COMPRESSION)
@@ -97,6 +100,7 @@ def decode(data: bytes, *, max_bytes: int) -> Extraction:
             truncated_pages=list(document["truncated_pages"]),
             ocr_errors=list(document.get("ocr_errors", [])),
             duration_seconds=document.get("duration_seconds"),
+            transcribed_by=document.get("transcribed_by"),
         )
     except (zlib.error, ValueError, KeyError, TypeError) as err:
         raise PipelineError("EXTRACTION_INVALID", f"A cached extraction could not be read: {err}") from None

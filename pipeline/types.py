@@ -63,8 +63,10 @@ class Extraction:
     # pass adds the pages it reads and cleans the whole document at once (running lines, printed
     # labels and reference lists are told across pages). Not kept past the OCR pass.
     pages: DocumentPages | None = None
-    # How long an audio or video source plays (None for other sources).
+    # How long an audio or video source plays (None for other sources), and the speech model that
+    # transcribed it (None: not transcribed; with no segments, then, nobody speaks in it).
     duration_seconds: float | None = None
+    transcribed_by: str | None = None
     # An audio or video source's decoded sound and where it has speech, kept for the
     # transcription pass (pipeline.speech.transcribing); not kept past it.
     speech: SpeechAudio | None = None

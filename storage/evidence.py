@@ -191,8 +191,9 @@ def chunk_in_revision(
 
 def transcript_around(session: Session, cited: EvidenceChunk, reach: int = 2) -> list[dict[str, Any]]:
     """A recording's transcript around a cited chunk: the chunks up to ``reach`` before and after
-    it in its source, in order, each as ``start``/``end``/``text`` (``cited`` on the cited one),
-    with the speech a chunk repeats from the one before it (chunks overlap) left out of it."""
+    it in its source, in order, each as ``start``/``end``/``text`` (``cited`` on the cited one).
+    Chunks overlap by whole stretches of speech (``spoken``): each is shown once, the cited chunk
+    whole, a neighbour without the stretches it shares with the chunk it adjoins."""
     chunk = session.get(Chunk, cited.pk)
     if chunk is None:
         return []
@@ -205,24 +206,30 @@ def transcript_around(session: Session, cited: EvidenceChunk, reach: int = 2) ->
         )
         .order_by(Chunk.ordinal)
     ).all()
-    texts = [neighbour.text for neighbour in neighbours]
-    shown = [texts[0], *(_after_repeat(before, text) for before, text in zip(texts, texts[1:]))]
-    cited_at = next(index for index, neighbour in enumerate(neighbours) if neighbour.id == chunk.id)
-    repeated = texts[cited_at][: len(texts[cited_at]) - len(shown[cited_at])].strip()
-    shown[cited_at] = texts[cited_at]  # whole: the repeat leaves the piece before it instead
-    if cited_at and repeated and shown[cited_at - 1].endswith(repeated):
-        shown[cited_at - 1] = shown[cited_at - 1][: -len(repeated)].rstrip()
+    at = next(index for index, neighbour in enumerate(neighbours) if neighbour.id == chunk.id)
+    shown = [neighbour.text for neighbour in neighbours]
+    for index in range(at - 1, -1, -1):  # before the cited chunk: drop what the next one says again
+        shown[index] = _said_before(neighbours[index], neighbours[index + 1].locator.get("start"), shown[index])
+    for index in range(at + 1, len(neighbours)):  # after it: drop what the one before said already
+        shown[index] = _said_after(neighbours[index], neighbours[index - 1].locator.get("end"))
     return [
         {"start": neighbour.locator.get("start", 0), "end": neighbour.locator.get("end", 0), "text": text,
-         **({"cited": True} if index == cited_at else {})}
+         **({"cited": True} if index == at else {})}
         for index, (neighbour, text) in enumerate(zip(neighbours, shown))
         if text
     ]
 
 
-def _after_repeat(previous: str, text: str) -> str:
-    """``text`` less its opening words that end ``previous`` (the overlap of two chunks)."""
-    for size in range(min(len(previous), len(text)), 0, -1):
-        if previous.endswith(text[:size]) and (size == len(text) or text[size] == " "):
-            return text[size:].lstrip()
-    return text
+def _said_before(chunk: Chunk, next_start: float | None, text: str) -> str:
+    """``text`` (the chunk's, perhaps already cut) up to the first stretch said at or after ``next_start``."""
+    later = [span[0] for span in chunk.locator.get("spoken", []) if next_start is not None and span[2] >= next_start]
+    return text[: int(later[0])].rstrip() if later else text
+
+
+def _said_after(chunk: Chunk, previous_end: float | None) -> str:
+    """The chunk's text from its first stretch said at or after ``previous_end``."""
+    spoken = chunk.locator.get("spoken", [])
+    if previous_end is None or not spoken:
+        return chunk.text
+    new = [span[0] for span in spoken if span[2] >= previous_end]
+    return chunk.text[int(new[0]):] if new else ""

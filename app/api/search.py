@@ -86,5 +86,5 @@ def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
     title = chunk_title(record_titles(services(), notebook.table_id), chunk)
     shown = evidence_json(target.notebook_id, chunk, title)
     if transcript is not None:
-        shown["media"] = {"mime": chunk.source_mime, "transcript": transcript}
+        shown["media"] = {"mime": chunk.source_mime, "playable": chunk.source_kind == "attachment", "transcript": transcript}
     return shown

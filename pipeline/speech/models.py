@@ -12,6 +12,7 @@ import importlib.util
 import os
 from collections.abc import Callable
 from functools import cache
+from importlib.metadata import version
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -27,8 +28,8 @@ _BASE_FILES = ("config.json", "vocabulary.json", "tokenizer.json")
 
 def missing(name: str) -> str | None:
     """Why model ``name`` cannot be loaded here (None when it can)."""
-    if Path(name).is_absolute():
-        return None if (Path(name) / "model.bin").is_file() else f"{name} holds no CTranslate2 model (model.bin)"
+    if Path(name).is_absolute():  # the message names the folder, not where it is (users read it)
+        return None if (Path(name) / "model.bin").is_file() else f"the model folder {label(name)} holds no model.bin"
     packages = _PACKAGES.get(name)
     if packages is None:
         return f"there is no speech model called {name!r} (known: {', '.join(_PACKAGES)}, or a model folder's path)"
@@ -42,12 +43,21 @@ def label(name: str) -> str:
     return Path(name).name if Path(name).is_absolute() else name
 
 
+def identity(name: str) -> str:
+    """What model ``name`` is, for the extraction cache key: its packages' versions, or a model
+    folder's path with its model file's size and time (a model replaced in place reads again)."""
+    if Path(name).is_absolute():
+        model = (Path(name) / "model.bin").stat()
+        return f"{name} {model.st_size} {model.st_mtime_ns}"
+    return ", ".join(f"{package} {version(package.replace('_', '-'))}" for package in _PACKAGES[name])
+
+
 @cache
 def whisper(name: str) -> Any:
     """This process's instance of model ``name`` (int8, one compute thread), loaded on first use."""
     reason = missing(name)
     if reason:
-        raise PipelineError("SPEECH_UNAVAILABLE", f"speech model {name} cannot run: {reason}")
+        raise PipelineError("SPEECH_UNAVAILABLE", f"speech model {label(name)} cannot run: {reason}")
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     from faster_whisper import WhisperModel
 

@@ -35,6 +35,9 @@ _HELPER_GRACE_SECONDS = 5
 log = logging.getLogger(__name__)
 
 BeforeWindow = Callable[[float, float], None]  # (seconds transcribed so far, seconds in all)
+# A window shorter than this (a cough, a few words between pauses) is too little to tell a
+# language by: it is read in the language of the window before it.
+LANGUAGE_SECONDS = 5.0
 Timed = tuple[float, float, str]
 
 
@@ -43,11 +46,13 @@ def speech_ready(settings: SpeechSettings) -> bool:
     return settings.enabled and missing(settings.model) is None
 
 
-def read_window(model_name: str, samples: np.ndarray) -> tuple[str, list[Timed]]:
-    """What runs in the speech helper: the window's language and its timed text (seconds from
-    the window's start)."""
+def read_window(model_name: str, samples: np.ndarray, language: str | None = None) -> tuple[str, list[Timed]]:
+    """What runs in the speech helper: the window's language (``language`` when given, else the
+    one whisper hears) and its timed text (seconds from the window's start)."""
     try:
-        segments, info = whisper(model_name).transcribe(samples, beam_size=5, condition_on_previous_text=False)
+        segments, info = whisper(model_name).transcribe(
+            samples, language=language, beam_size=5, condition_on_previous_text=False
+        )
         return info.language, [(s.start, s.end, s.text.strip()) for s in segments if s.text.strip()]
     except RuntimeError as error:  # CTranslate2 reports a failed allocation as a RuntimeError
         if "allocate" in str(error):
@@ -67,22 +72,29 @@ def transcribe(extraction: Extraction, limits: ExtractLimits, *, before_window: 
     if audio is None or not speech_ready(settings):
         return replace(extraction, speech=None)
     segments: list[Segment] = []
+    language: str | None = None
     for start, end in audio.windows:
         if before_window is not None:
             before_window(start, audio.duration)
-        language, timed = _read(settings, audio.window(start, end))
+        hint = language if end - start < LANGUAGE_SECONDS else None
+        language, timed = _read(settings, audio.window(start, end), hint)
         segments.extend(
-            Segment(text, {"start": round(start + begin, 2), "end": round(min(start + finish, end), 2),
+            Segment(text, {"start": _within(start + begin, start, end), "end": _within(start + finish, start, end),
                            "transcript": label(settings.model), "language": language})
             for begin, finish, text in timed
         )
-    return replace(extraction, segments=segments, speech=None)
+    return replace(extraction, segments=segments, speech=None, transcribed_by=label(settings.model))
 
 
-def _read(settings: SpeechSettings, samples: np.ndarray) -> tuple[str, list[Timed]]:
+def _within(seconds: float, start: float, end: float) -> float:
+    """A time whisper gave, kept inside its window (it may place a last word past the sound)."""
+    return round(min(max(seconds, start), end), 2)
+
+
+def _read(settings: SpeechSettings, samples: np.ndarray, language: str | None) -> tuple[str, list[Timed]]:
     try:
         return _SPEECH_HELPER.run(
-            partial(read_window, settings.model, samples),
+            partial(read_window, settings.model, samples, language),
             memory_mb=settings.memory_mb,
             timeout_seconds=settings.window_timeout_seconds + _HELPER_GRACE_SECONDS,
         )
@@ -124,9 +136,11 @@ def unheard_reason(extraction: Extraction, settings: SpeechSettings) -> Unheard 
     """For a recording without a transcript, why; None for other sources and transcribed ones."""
     if extraction.duration_seconds is None or extraction.segments:
         return None
+    if extraction.transcribed_by:
+        return Unheard("NO_SPEECH", f"No speech was heard in the recording ({extraction.duration_seconds:,.1f} s).", False)
     if not settings.enabled:
         return Unheard("NEEDS_TRANSCRIPTION", "Transcription is off (GNOSI_SPEECH_MODEL).", True)
     reason = missing(settings.model)
     if reason:
         return Unheard("NEEDS_TRANSCRIPTION", f"The recording cannot be transcribed here: {reason}.", True)
-    return Unheard("NO_SPEECH", f"No speech was heard in the recording ({extraction.duration_seconds:,.1f} s).", False)
+    return Unheard("NEEDS_TRANSCRIPTION", "The recording was not transcribed; refresh to transcribe it.", True)

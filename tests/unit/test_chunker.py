@@ -215,3 +215,12 @@ def test_a_segment_of_speech_longer_than_a_chunk_is_cut_and_keeps_its_range() ->
     long = " ".join(f"word{n}" for n in range(60))
     chunks = chunk_segments([Segment(long, {"start": 3.0, "end": 33.0})], source_fingerprint=FINGERPRINT, settings=ChunkSettings(100, 20))
     assert len(chunks) > 3 and all(len(c.text) <= 100 and (c.locator["start"], c.locator["end"]) == (3.0, 33.0) for c in chunks)
+
+
+def test_a_transcript_chunk_never_only_repeats_the_one_before() -> None:
+    """Ten short segments, then one that fills a chunk alone: the overlap would leave it no room,
+    so the next chunk starts with it (a chunk of repeats adds nothing but duplicate hits)."""
+    short = [Segment(f"Short {n:02d}.", {"start": float(n), "end": n + 0.9}) for n in range(10)]
+    long = Segment("L" * 95, {"start": 10.0, "end": 20.0})
+    chunks = chunk_segments([*short, long], source_fingerprint=FINGERPRINT, settings=ChunkSettings(100, 30))
+    assert [c.text for c in chunks] == [" ".join(s.text for s in short), long.text]

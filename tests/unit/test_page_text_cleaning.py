@@ -153,3 +153,18 @@ def test_a_scan_that_skips_a_page_keeps_the_number_each_page_prints(corpus_dir: 
     label is the number it prints, not the physical page plus the commonest offset."""
     vicksburg = _extracted(corpus_dir, "Seige_of_Vicksburg_Sample_OCR.pdf")
     assert [s.locator["page_label"] for s in vicksburg.segments] == ["49", "50", "52", "53", "54", "55"]
+
+
+def test_pages_read_by_ocr_join_a_document_with_tables_in_page_order() -> None:
+    """A table stays after its page's text with the page's own locator; the page OCR read comes
+    after it, saying so; a page OCR found blank adds nothing."""
+    lines = {1: [PageLine("Text of page one.", (0.1, 0.1, 0.9, 0.12))], 3: [PageLine("Text of page three.", None)]}
+    table = Segment("Row: 1", {"table": 1, LINES: [[0, 6, 0.1, 0.5, 0.9, 0.52]]})
+    document = DocumentPages(lines, defined_labels={1: "i", 2: "ii", 3: "iii"}, tables={1: [table]})
+    read = document.with_ocr({2: [PageLine("Scanned page two.", (0.1, 0.2, 0.8, 0.22))], 4: []}, "tesseract")
+    assert [(s.text, s.locator) for s in read.segments()] == [
+        ("Text of page one.", {"page": 1, "page_label": "i", LINES: [[0, 17, 0.1, 0.1, 0.9, 0.12]]}),
+        ("Row: 1", {"page": 1, "page_label": "i", "table": 1, LINES: [[0, 6, 0.1, 0.5, 0.9, 0.52]]}),
+        ("Scanned page two.", {"page": 2, "ocr": "tesseract", "page_label": "ii", LINES: [[0, 17, 0.1, 0.2, 0.8, 0.22]]}),
+        ("Text of page three.", {"page": 3, "page_label": "iii", LINES: []}),
+    ]

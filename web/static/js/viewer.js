@@ -85,6 +85,7 @@ export function originalLink(evidence, notebookId) {
     return { href, text: "Open the original page", external: true };
   }
   if (!evidence.source_id) return null;
+  if (evidence.media?.playable === false) return { href: evidence.open_url, text: "Open the original recording", external: true };
   if (locator.page && !locator.ocr) return { href: `${fileUrl(evidence, notebookId)}#page=${locator.page}`, text: "Download the original PDF" };
   const at = locator.start !== undefined ? `#t=${locator.start}` : "";
   return { href: `${fileUrl(evidence, notebookId)}${at}`, text: "Download the original file" };
@@ -352,16 +353,24 @@ function showMedia(root, evidence, notebookId, quote) {
   const { start, end } = evidence.locator;
   const media = evidence.media || { mime: "", transcript: [{ start, end, text: evidence.text, cited: true }] };
   const [from, to] = quotedRange(evidence.locator, evidence.text, quote);
-  const player = h((media.mime || "").startsWith("audio/") ? "audio" : "video", {
-    controls: true,
-    preload: "metadata",
-    "data-role": "player",
-    src: `${fileUrl(evidence, notebookId)}#t=${from},${to}`,
-  });
+  // A recording fetched from a URL is not kept here: it plays at its own address, in a new tab.
+  const original = `${(evidence.open_url || "").split("#")[0]}#t=`;
+  const player = media.playable === false
+    ? h("p", {}, h("a", { href: `${original}${from}`, target: "_blank", rel: "noopener noreferrer", "data-role": "original-player" }, `Play the original from ${formatTime(from)}`))
+    : h((media.mime || "").startsWith("audio/") ? "audio" : "video", {
+      controls: true,
+      preload: "metadata",
+      "data-role": "player",
+      src: `${fileUrl(evidence, notebookId)}#t=${from},${to}`,
+    });
   player.addEventListener("loadedmetadata", () => {
     if (player.currentTime < from) player.currentTime = from;
   }, { once: true });
   const seek = (at) => () => {
+    if (media.playable === false) {
+      window.open(`${original}${at}`, "_blank", "noopener");
+      return;
+    }
     player.currentTime = at;
     player.play().catch(() => {}); // a browser that refuses to play without a gesture still seeks
   };
