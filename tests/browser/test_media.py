@@ -3,6 +3,8 @@ model), an answer from a recording cites the time range the answer is spoken in,
 player opens at the cited second with the transcript around it, the quote marked."""
 from __future__ import annotations
 
+import re
+import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
 from urllib.parse import urlencode
@@ -11,7 +13,7 @@ import pytest
 from browser_support import Service, sign_in_with_token
 from playwright.sync_api import Page, expect
 from support.live import deployment
-from support.services import require
+from support.services import CORPUS, require, static_http_server
 from support.vault import VaultBuilder
 
 from pipeline.speech.models import missing
@@ -20,17 +22,22 @@ from pipeline.speech.settings import SpeechSettings
 
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: ignore[no-untyped-def]
-    """A service of its own whose notebook holds the licence read in English then German, and
-    the LibriVox preamble as a video, transcribed."""
+    """A service of its own whose notebook holds the licence read in English then German, the
+    LibriVox preamble as a video, and the JFK clip as a direct media URL, transcribed."""
     require(missing(SpeechSettings().model) is None, f"speech model: {missing(SpeechSettings().model)}")
     tmp = tmp_path_factory.mktemp("media")
     vault = VaultBuilder(tmp / "vault")
     vault.record("licence", "The MIT licence, read aloud", file=vault.attach_corpus("audio/multilingual.mp3"))
     vault.record("librivox", "Shakespeare on Scenery, opening", file=vault.attach_corpus("audio/sample_10s_video-mp4.mp4"))
+    online = tmp / "online"
+    online.mkdir()
+    shutil.copyfile(CORPUS / "audio" / "jfk.flac", online / "jfk.flac")
     with ExitStack() as stack:
+        served = stack.enter_context(static_http_server(online))
+        vault.record("inaugural", "Inaugural address, online", link=f"{served}/jfk.flac")
         d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, redis=False))
         d.start_web()
-        notebook_id = d.api.create(["licence", "librivox"], title="Recordings")
+        notebook_id = d.api.create(["licence", "librivox", "inaugural"], title="Recordings")
         detail = d.api.wait_for_job(notebook_id, timeout=240)
         assert detail["job"]["state"] == "succeeded", detail
         yield Service(d, str(d.api.http.base_url).rstrip("/"), d.token, d.token, ""), notebook_id
@@ -100,3 +107,23 @@ def test_a_video_plays_in_the_viewer_at_its_cited_second(recordings, open_page) 
     state = page.evaluate(PLAYER)
     spoken = citation["locator"]["spoken"]
     assert state["tag"] == "VIDEO" and citation["locator"]["start"] <= state["at"] <= spoken[-1][3], state
+
+
+def test_a_recording_fetched_from_a_url_is_transcribed_and_plays_at_its_own_address(recordings, open_page) -> None:  # type: ignore[no-untyped-def]
+    """A direct media link: fetched like a web page (SSRF guard, size cap, validators), read by the
+    media extractor; the service keeps no copy, so the citation plays the original at the second."""
+    service, notebook_id = recordings
+    citation = _cited(service, notebook_id, "What did the president ask his fellow Americans?", "inaugural")
+    assert "ask what you can do for your country" in citation["quote"], citation
+    evidence = service.deployment.api.get(
+        f"/api/notebooks/{notebook_id}/evidence/{citation['chunk_id']}", revision=citation["revision_id"]
+    ).json()
+    assert evidence["media"]["playable"] is False and evidence["media"]["mime"] == "audio/flac", evidence["media"]
+    assert evidence["open_url"].endswith(f"/jfk.flac#t={citation['locator']['start']}"), evidence["open_url"]
+
+    page = open_page("desktop")
+    _open(page, service, notebook_id, citation)
+    original = page.locator("[data-role=original-player]")
+    expect(original).to_have_attribute("href", re.compile(r"/jfk\.flac#t=\d"))
+    expect(page.locator("[data-role=player]")).to_have_count(0)
+    expect(page.locator("[data-role=transcript] .transcript-part.cited mark.highlight")).to_contain_text("your country")
