@@ -121,8 +121,8 @@ def _appended(samples: np.ndarray, count: int, more: np.ndarray) -> tuple[np.nda
 def _too_long(seconds: float, max_seconds: int) -> PipelineError:
     return PipelineError(
         "MEDIA_TOO_LONG",
-        f"The recording runs {seconds / 60:,.0f} min; at most {max_seconds / 60:,.0f} min are transcribed "
-        "(raise GNOSI_SPEECH_MAX_SECONDS).",
+        f"The recording runs {seconds:,.0f} s ({seconds / 60:,.1f} min); at most {max_seconds:,} s are "
+        "transcribed (raise GNOSI_SPEECH_MAX_SECONDS).",
     )
 
 
