@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from urllib.parse import urlencode
 
 from playwright.sync_api import Page, expect
 from support.live import Deployment
@@ -79,3 +80,19 @@ def sign_in_with_password(page: Page, service: Service, username: str, password:
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Sign in", exact=True).click()
     expect(page).to_have_url(f"{service.base_url}/notebooks")
+
+
+def cited(service: Service, notebook_id: str, question: str, resource_id: str) -> dict:
+    """The first citation of ``resource_id`` in the answer to ``question`` (asked through the API)."""
+    status, events = service.deployment.api.chat({"notebook_id": notebook_id, "message": question})
+    assert status == 200 and events[-1][0] == "done", events
+    citations = [c for c in events[-1][1]["citations"] if c["resource_id"] == resource_id]
+    assert citations, events[-1][1]
+    return citations[0]
+
+
+def open_citation(page: Page, service: Service, notebook_id: str, citation: dict) -> None:
+    """Open a citation's evidence page as a chat citation links it, and wait for the viewer."""
+    query = urlencode({"revision": citation["revision_id"], "quote": citation["quote"]})
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}/evidence/{citation['chunk_id']}?{query}")
+    expect(page.locator("[data-role=viewer]")).to_have_attribute("data-state", "ready", timeout=60_000)

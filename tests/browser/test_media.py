@@ -7,11 +7,10 @@ import re
 import shutil
 from collections.abc import Iterator
 from contextlib import ExitStack
-from urllib.parse import urlencode
 
 import pytest
-from browser_support import Service, sign_in_with_token
-from playwright.sync_api import Page, expect
+from browser_support import Service, cited, open_citation
+from playwright.sync_api import expect
 from support.live import deployment
 from support.services import CORPUS, require, static_http_server
 from support.vault import VaultBuilder
@@ -43,20 +42,6 @@ def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: igno
         yield Service(d, str(d.api.http.base_url).rstrip("/"), d.token, d.token, ""), notebook_id
 
 
-def _cited(service: Service, notebook_id: str, question: str, resource_id: str) -> dict:
-    status, events = service.deployment.api.chat({"notebook_id": notebook_id, "message": question})
-    assert status == 200 and events[-1][0] == "done", events
-    citations = [c for c in events[-1][1]["citations"] if c["resource_id"] == resource_id]
-    assert citations, events[-1][1]
-    return citations[0]
-
-
-def _open(page: Page, service: Service, notebook_id: str, citation: dict) -> None:
-    query = urlencode({"revision": citation["revision_id"], "quote": citation["quote"]})
-    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}/evidence/{citation['chunk_id']}?{query}")
-    expect(page.locator("[data-role=viewer]")).to_have_attribute("data-state", "ready", timeout=60_000)
-
-
 PLAYER = """() => new Promise((resolve) => {
   const player = document.querySelector('[data-role=player]');
   const report = () => resolve({ tag: player.tagName, at: player.currentTime, ready: player.readyState, src: player.currentSrc });
@@ -66,7 +51,7 @@ PLAYER = """() => new Promise((resolve) => {
 
 def test_an_answer_from_a_recording_cites_when_it_is_said_and_the_player_opens_there(recordings, open_page, shot) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = recordings
-    citation = _cited(service, notebook_id, "Was umfasst insbesondere das Recht an der Software?", "licence")
+    citation = cited(service, notebook_id, "Was umfasst insbesondere das Recht an der Software?", "licence")
     locator = citation["locator"]
     assert locator["language"] == "de" and locator["transcript"] == "base", locator
     assert 29 <= locator["start"] < locator["end"] <= 60, locator  # the German half, after the English one
@@ -81,15 +66,15 @@ def test_an_answer_from_a_recording_cites_when_it_is_said_and_the_player_opens_t
     assert transcript[0]["end"] <= locator["start"] + 1 and "Permission" in transcript[0]["text"]
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     state = page.evaluate(PLAYER)
     assert state["tag"] == "AUDIO" and state["ready"] >= 1, state
     said = [span for span in locator["spoken"] if "insbesondere" in evidence["text"][span[0]:span[1]]]
     assert len(said) == 1 and said[0][2] > locator["start"] + 5, locator  # the quote's own sentence, mid-chunk
     assert state["at"] == pytest.approx(said[0][2], abs=0.5), state  # opens where the quoted words are said
     assert state["src"].endswith(f"#t={said[0][2]},{said[0][3]}"), state  # and plays them
-    cited = page.locator("[data-role=transcript] .transcript-part.cited")
-    expect(cited.locator("mark.highlight")).to_contain_text("insbesondere")
+    quoted = page.locator("[data-role=transcript] .transcript-part.cited")
+    expect(quoted.locator("mark.highlight")).to_contain_text("insbesondere")
     expect(page.locator("[data-role=transcript] .transcript-part")).to_have_count(2)
     shot(page, "evidence-audio")
 
@@ -99,11 +84,11 @@ def test_an_answer_from_a_recording_cites_when_it_is_said_and_the_player_opens_t
 
 def test_a_video_plays_in_the_viewer_at_its_cited_second(recordings, open_page) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = recordings
-    citation = _cited(service, notebook_id, "Which recordings are in the public domain?", "librivox")
+    citation = cited(service, notebook_id, "Which recordings are in the public domain?", "librivox")
     assert citation["locator"]["start"] < 10 and "public domain" in citation["quote"], citation
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     state = page.evaluate(PLAYER)
     spoken = citation["locator"]["spoken"]
     assert state["tag"] == "VIDEO" and citation["locator"]["start"] <= state["at"] <= spoken[-1][3], state
@@ -113,7 +98,7 @@ def test_a_recording_fetched_from_a_url_is_transcribed_and_plays_at_its_own_addr
     """A direct media link: fetched like a web page (SSRF guard, size cap, validators), read by the
     media extractor; the service keeps no copy, so the citation plays the original at the second."""
     service, notebook_id = recordings
-    citation = _cited(service, notebook_id, "What did the president ask his fellow Americans?", "inaugural")
+    citation = cited(service, notebook_id, "What did the president ask his fellow Americans?", "inaugural")
     assert "ask what you can do for your country" in citation["quote"], citation
     evidence = service.deployment.api.get(
         f"/api/notebooks/{notebook_id}/evidence/{citation['chunk_id']}", revision=citation["revision_id"]
@@ -122,7 +107,7 @@ def test_a_recording_fetched_from_a_url_is_transcribed_and_plays_at_its_own_addr
     assert evidence["open_url"].endswith(f"/jfk.flac#t={citation['locator']['start']}"), evidence["open_url"]
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     original = page.locator("[data-role=original-player]")
     expect(original).to_have_attribute("href", re.compile(r"/jfk\.flac#t=\d"))
     expect(page.locator("[data-role=player]")).to_have_count(0)

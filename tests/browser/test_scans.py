@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import ExitStack
-from urllib.parse import urlencode
 
 import pytest
-from browser_support import Service, sign_in_with_token
-from playwright.sync_api import Page, expect
+from browser_support import Service, cited, open_citation
+from playwright.sync_api import expect
 from support.live import deployment
 from support.ocr_truth import character_accuracy
 from support.services import require
@@ -42,21 +41,6 @@ def scans(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: ignore[no
         yield service, notebook_id
 
 
-def _cited(service: Service, notebook_id: str, question: str, resource_id: str) -> dict:
-    status, events = service.deployment.api.chat({"notebook_id": notebook_id, "message": question})
-    assert status == 200 and events[-1][0] == "done", events
-    citations = [c for c in events[-1][1]["citations"] if c["resource_id"] == resource_id]
-    assert citations, events[-1][1]
-    return citations[0]
-
-
-def _open(page: Page, service: Service, notebook_id: str, citation: dict) -> None:
-    query = urlencode({"revision": citation["revision_id"], "quote": citation["quote"]})
-    path = f"/notebooks/{notebook_id}/evidence/{citation['chunk_id']}?{query}"  # as a chat citation links it
-    sign_in_with_token(page, service, service.alice_token, path)
-    expect(page.locator("[data-role=viewer]")).to_have_attribute("data-state", "ready", timeout=60_000)
-
-
 INK = """(selector) => {
   // Share of dark pixels on the rendered page, and inside the first highlighted box.
   const sheet = document.querySelector(selector);
@@ -80,13 +64,13 @@ INK = """(selector) => {
 
 def test_an_answer_from_a_scan_cites_its_page_and_boxes_and_the_viewer_draws_them(scans, open_page, shot) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = scans
-    citation = _cited(service, notebook_id, "How many notes does one disk of the LinnSequencer hold?", "brochure")
+    citation = cited(service, notebook_id, "How many notes does one disk of the LinnSequencer hold?", "brochure")
     locator = citation["locator"]
     assert locator["page"] == 1 and locator["ocr"] == "tesseract" and locator["boxes"], locator
     assert "110,000 notes" in citation["quote"] or character_accuracy(citation["quote"], "holds over 110,000 notes") > 0.5
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     expect(page.locator("[data-role=evidence-locator]")).to_have_text("Page 1 · machine-read (tesseract)")
     sheet = page.locator(".pdf-page[data-page-number='1']")
     expect(sheet).to_have_attribute("data-highlighted", "true")
@@ -99,11 +83,11 @@ def test_an_answer_from_a_scan_cites_its_page_and_boxes_and_the_viewer_draws_the
 
 def test_an_image_file_opens_with_the_cited_lines_marked(scans, open_page, shot) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = scans
-    citation = _cited(service, notebook_id, "How should you cover your nose and mouth when sneezing?", "poster")
+    citation = cited(service, notebook_id, "How should you cover your nose and mouth when sneezing?", "poster")
     assert citation["locator"]["boxes"], citation
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     expect(page.locator(".image-page img")).to_be_visible()
     expect(page.locator(".image-page")).to_have_attribute("data-highlighted", "true")
     ink = page.evaluate(INK, ".image-page")
@@ -113,11 +97,11 @@ def test_an_image_file_opens_with_the_cited_lines_marked(scans, open_page, shot)
 
 def test_a_jpeg2000_scan_renders_under_the_content_security_policy(scans, open_page) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = scans
-    citation = _cited(service, notebook_id, "What rumour about Johnston creeps into camp during the siege?", "vicksburg")
+    citation = cited(service, notebook_id, "What rumour about Johnston creeps into camp during the siege?", "vicksburg")
     assert citation["locator"]["page"] == 1 and "ocr" not in citation["locator"], citation  # its own text layer
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     sheet = page.locator(".pdf-page[data-page-number='1']")
     expect(sheet).to_have_attribute("data-highlighted", "true")
     ink = page.evaluate(INK, ".pdf-page[data-page-number='1']")
@@ -126,13 +110,13 @@ def test_a_jpeg2000_scan_renders_under_the_content_security_policy(scans, open_p
 
 def test_a_table_question_is_answered_from_its_row_and_the_viewer_boxes_the_row(scans, open_page, shot) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = scans
-    citation = _cited(service, notebook_id, "How many handgun background checks did Alabama have in November 2015?", "nics")
+    citation = cited(service, notebook_id, "How many handgun background checks did Alabama have in November 2015?", "nics")
     locator = citation["locator"]
     assert locator["page"] == 1 and locator.get("table") == 1 and len(locator["boxes"]) == 1, citation["quote"]
     assert "State / Territory: Alabama |" in citation["quote"] and "Handgun: 23,022" in citation["quote"], citation
 
     page = open_page("desktop")
-    _open(page, service, notebook_id, citation)
+    open_citation(page, service, notebook_id, citation)
     sheet = page.locator(".pdf-page[data-page-number='1']")
     expect(sheet).to_have_attribute("data-highlighted", "true")
     ink = page.evaluate(INK, ".pdf-page[data-page-number='1']")
