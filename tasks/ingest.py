@@ -39,6 +39,7 @@ from storage import ingestion, jobs, notebooks, revisions, step_durations
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
 from tasks.contract import StepClock, fail_job, reason, running_job, source_step
+from tasks.extract_progress import hearing, reading_page
 from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
@@ -192,42 +193,13 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     if known_missing or not api.has_extraction(key):
         extraction = _recent.get(key) or extract_read(
             read, limits,
-            before_page=partial(_reading_page, job_id, source_id), before_window=partial(_hearing, job_id, source_id),
+            before_page=partial(reading_page, job_id, source_id), before_window=partial(hearing, job_id, source_id),
         )
         _recent.clear()
         _recent[key] = extraction  # before the upload: its retry sends this, not a second reading
         api.put_extraction(key, encode(extraction))
         log.info("extractor read source %s: %d segments, cached as %s", source_id, len(extraction.segments), key)
     return _extracted(source_id, key, read.meta)
-
-
-def _reading_page(job_id: str, source_id: str, page: int, position: int, pages: int) -> None:
-    """Before each page OCR reads (seconds each): show which."""
-    _working(job_id, source_id, f"OCR: page {page} ({position} of {pages})")
-
-
-def _hearing(job_id: str, source_id: str, done_seconds: float, total_seconds: float) -> None:
-    """Before each window of speech is transcribed (up to 30 s of sound): show how far it is."""
-    _working(job_id, source_id, f"Transcribing: {_clock(done_seconds)} of {_clock(total_seconds)}")
-
-
-def _clock(seconds: float) -> str:
-    minutes, seconds = divmod(int(seconds), 60)
-    return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}" if minutes >= 60 else f"{minutes}:{seconds:02d}"
-
-
-def _working(job_id: str, source_id: str, activity: str) -> None:
-    """Show what a long extraction is doing (and keep the job's lease), and stop here when the
-    job was cancelled. An instance that does not answer costs the report, not the work: the next
-    step asks again."""
-    log.info("%s", activity)
-    try:
-        state = services().internal_api.report_activity(job_id, source_id, activity)
-    except InternalApiUnavailable as error:  # progress only: what was read so far is not thrown away for it
-        log.warning("could not report %r: %s", activity, error)
-        return
-    if state != "running":
-        raise PipelineError("JOB_CANCELLED", f"stopped before {activity}")
 
 
 def _extracted(source_id: str, key: str, meta: dict[str, Any]) -> dict[str, Any]:

@@ -6,6 +6,7 @@
  */
 import { api, apiBytes, withQuery } from "./api.js";
 import { byRole, h } from "./dom.js";
+import { showMedia } from "./media_viewer.js";
 
 const PDFJS = new URL("../vendor/pdfjs/pdf.min.mjs", import.meta.url).href;
 const PDFJS_WORKER = new URL("../vendor/pdfjs/pdf.worker.min.mjs", import.meta.url).href;
@@ -91,7 +92,7 @@ export function originalLink(evidence, notebookId) {
   return { href: `${fileUrl(evidence, notebookId)}${at}`, text: "Download the original file" };
 }
 
-function formatTime(seconds) {
+export function formatTime(seconds) {
   const total = Math.floor(seconds);
   const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
   const [hours, minutes, secs] = parts.map((n) => String(n).padStart(2, "0"));
@@ -205,7 +206,7 @@ function markCited(sheet, cited, { textLayer = null, quote = "", text = "" }) {
 }
 
 /** The chunk text with the quote marked (text and web evidence). */
-function markedText(text, quote) {
+export function markedText(text, quote) {
   const at = quote ? text.indexOf(quote) : -1;
   if (at < 0) return h("p", { class: "evidence-text" }, text);
   return h(
@@ -217,7 +218,7 @@ function markedText(text, quote) {
   );
 }
 
-function fileUrl(evidence, notebookId) {
+export function fileUrl(evidence, notebookId) {
   return withQuery(
     `/api/notebooks/${encodeURIComponent(notebookId)}/sources/${encodeURIComponent(evidence.source_id)}/file`,
     { revision: evidence.revision_id },
@@ -332,60 +333,6 @@ async function showPdf(root, evidence, target, quote) {
   const pdfjs = await loadPdfjs();
   const pdf = await pdfjs.getDocument({ data: bytes, isEvalSupported: false }).promise;
   await new PdfView(root, pdf, { cited: evidence.locator, quote, text: evidence.text, title: target.title || "" }).show(evidence.locator.page);
-}
-
-/**
- * When the quoted words are said: the stretches of speech of the chunk (`spoken`) the quote
- * overlaps, else the whole chunk's range.
- */
-function quotedRange(locator, text, quote) {
-  const at = quote ? text.indexOf(quote) : -1;
-  const said = at < 0 ? [] : (locator.spoken || []).filter(([from, to]) => from < at + quote.length && to > at);
-  return said.length ? [said[0][2], said[said.length - 1][3]] : [locator.start, locator.end];
-}
-
-/**
- * A recording: the built-in player plays the quoted words (a media fragment `#t=start,end`: the
- * browser stops at its end, and a reader can play on), with the transcript around it below, the
- * cited part marked with the quote; each part's time seeks the player there.
- */
-function showMedia(root, evidence, notebookId, quote) {
-  const { start, end } = evidence.locator;
-  const media = evidence.media || { mime: "", transcript: [{ start, end, text: evidence.text, cited: true }] };
-  const [from, to] = quotedRange(evidence.locator, evidence.text, quote);
-  // A recording fetched from a URL is not kept here: it plays at its own address, in a new tab.
-  const original = `${(evidence.open_url || "").split("#")[0]}#t=`;
-  const player = media.playable === false
-    ? h("p", {}, h("a", { href: `${original}${from}`, target: "_blank", rel: "noopener noreferrer", "data-role": "original-player" }, `Play the original from ${formatTime(from)}`))
-    : h((media.mime || "").startsWith("audio/") ? "audio" : "video", {
-      controls: true,
-      preload: "metadata",
-      "data-role": "player",
-      src: `${fileUrl(evidence, notebookId)}#t=${from},${to}`,
-    });
-  player.addEventListener("loadedmetadata", () => {
-    if (player.currentTime < from) player.currentTime = from;
-  }, { once: true });
-  const seek = (at) => () => {
-    if (media.playable === false) {
-      window.open(`${original}${at}`, "_blank", "noopener");
-      return;
-    }
-    player.currentTime = at;
-    player.play().catch(() => {}); // a browser that refuses to play without a gesture still seeks
-  };
-  const parts = media.transcript.map((part) =>
-    h(
-      "li",
-      { class: part.cited ? "transcript-part cited" : "transcript-part", "data-start": part.start },
-      h("button", { type: "button", class: "transcript-time", onclick: seek(part.start), "aria-label": `Play from ${formatTime(part.start)}` }, formatTime(part.start)),
-      part.cited ? markedText(part.text, quote) : h("p", { class: "evidence-text" }, part.text),
-    ),
-  );
-  const heard = evidence.locator.transcript ? ` · machine-transcribed (${evidence.locator.transcript})` : "";
-  const range = from === start && to === end ? locatorText(evidence.locator) : `${locatorText({ start: from, end: to })}, the quoted words (the passage runs ${locatorText(evidence.locator)})`;
-  byRole("viewer-meta", root).textContent = `Plays ${range}${heard}`;
-  byRole("viewer-body", root).replaceChildren(player, h("ol", { class: "media-transcript", "data-role": "transcript" }, parts));
 }
 
 function showText(root, evidence, quote, withOriginal = true) {
