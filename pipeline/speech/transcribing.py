@@ -61,7 +61,7 @@ def read_window(model_name: str, samples: np.ndarray, language: str | None = Non
 
 
 def speech_helper() -> DecoderProcess:
-    """This process's speech helper (a benchmark reads its CPU clock and closes it)."""
+    """This process's speech helper (tests close it to start from a fresh one)."""
     return _SPEECH_HELPER
 
 
