@@ -22,6 +22,8 @@ pytestmark = pytest.mark.integration
 
 COPIES = 16
 RESUME_WITHIN_S = 30
+# Well under the lease after which a lost job would be taken up anyway.
+FINISH_WITHIN_S = 150
 
 
 def small_vault(tmp: Path) -> VaultBuilder:
@@ -100,12 +102,16 @@ def test_c_whole_tree_kill_mid_job_resumes_within_seconds_not_after_the_lease(tm
         d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 2)
         d.crash_web()  # SIGKILL to serve, its web worker, its Celery worker, pool and beat
         assert d.query("SELECT state FROM jobs WHERE notebook_id = ?", notebook_id) == [("running",)]
+        done_at_crash = d.query("SELECT count(*) FROM sources WHERE state = 'available'")[0][0]
 
         restarted = time.monotonic()
         d.start_web()
-        detail = d.api.wait_for_job(notebook_id, timeout=RESUME_WITHIN_S)
+        # The job moves again within seconds of the restart (not after its 300 s lease); finishing
+        # the remaining sources then takes what this machine's cores take.
+        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] > done_at_crash, timeout=RESUME_WITHIN_S)
         resumed_in = time.monotonic() - restarted
-        print(f"job finished {resumed_in:.1f} s after the restart")
+        detail = d.api.wait_for_job(notebook_id, timeout=FINISH_WITHIN_S)
+        print(f"job moved {resumed_in:.1f} s and finished {time.monotonic() - restarted:.1f} s after the restart")
         assert detail["job"]["state"] == "succeeded"
         revision_id = detail["active_revision"]["id"]
         assert d.query("SELECT state, count(*) FROM sources WHERE revision_id = ? GROUP BY state", revision_id) == [
