@@ -41,7 +41,7 @@ from pipeline.netguard import (
 )
 from pipeline.types import PipelineError
 
-__all__ = ["FetchPolicy", "FetchResult", "fetch", "is_public_http_url"]
+__all__ = ["FetchPolicy", "FetchResult", "Opened", "fetch", "is_public_http_url", "open_url"]
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
@@ -110,17 +110,50 @@ def fetch(
         for name, value in (("If-None-Match", etag), ("If-Modified-Since", last_modified))
         if value
     }
+    with open_url(url, policy, deadline=deadline, headers=conditional) as opened:
+        return _result(opened.url, opened.response, policy, deadline, opened.redirects, etag, last_modified)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """The final response of a request whose redirects were followed, and each Location followed."""
+
+    url: httpx.URL
+    response: httpx.Response
+    redirects: list[str]
+
+
+@contextmanager
+def open_url(
+    url: str,
+    policy: FetchPolicy,
+    *,
+    deadline: float,
+    headers: dict[str, str] | None = None,
+    method: str = "GET",
+    content: bytes | None = None,
+) -> Iterator[Opened]:
+    """Send one request under ``policy`` by the deadline (``time.monotonic()``) and yield its final,
+    still unread response; closed on leaving.
+
+    Redirects are followed by hand so every hop is re-validated exactly like the first (scheme,
+    credentials, resolution, address policy); a 303, and a 301/302 answering a POST, continue as a
+    GET without a body, as browsers do. Raises the ``PipelineError`` codes ``fetch`` names.
+    """
     current = _checked_url(url)
     redirects: list[str] = []
     while True:
-        with _pinned_response(current, policy, conditional, deadline) as response:
+        with _pinned_response(current, policy, headers or {}, deadline, method, content) as response:
             location = response.headers.get("location")
             if response.status_code not in _REDIRECT_STATUSES or location is None:
-                return _result(current, response, policy, deadline, redirects, etag, last_modified)
+                yield Opened(current, response, redirects)
+                return
             if len(redirects) >= policy.max_redirects:
                 raise PipelineError(
                     "FETCH_TOO_MANY_REDIRECTS", f"more than {policy.max_redirects} redirects"
                 )
+            if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
+                method, content = "GET", None
             current = _checked_url(_join(current, location))
             redirects.append(str(current))
 
@@ -194,7 +227,12 @@ def _resolve(host: str, port: int, deadline: float) -> list[IPAddress]:
 
 @contextmanager
 def _pinned_response(
-    url: httpx.URL, policy: FetchPolicy, extra_headers: dict[str, str], deadline: float
+    url: httpx.URL,
+    policy: FetchPolicy,
+    extra_headers: dict[str, str],
+    deadline: float,
+    method: str,
+    content: bytes | None,
 ) -> Iterator[httpx.Response]:
     """Validate one hop, connect to a vetted address and yield the streaming response.
 
@@ -204,7 +242,8 @@ def _pinned_response(
     host = url.raw_host.decode("ascii")
     addresses = _resolve(host, url.port or _DEFAULT_PORTS[url.scheme], deadline)
     check_addresses(host, addresses, policy.guard)
-    headers = {"Host": url.netloc.decode("ascii"), **extra_headers}
+    headers = {name: value for name, value in extra_headers.items() if name.lower() != "host"}
+    headers["Host"] = url.netloc.decode("ascii")
     extensions: dict[str, str] = {}
     if url.scheme == "https" and literal_address(host) is None:
         extensions["sni_hostname"] = normalise_host(host)
@@ -220,9 +259,10 @@ def _pinned_response(
         for address in addresses:
             left = _time_left(deadline)
             request = client.build_request(
-                "GET",
+                method,
                 url.copy_with(host=str(address)),
                 headers=headers,
+                content=content,
                 extensions=extensions,
                 timeout=httpx.Timeout(left, connect=min(policy.connect_timeout_s, left)),
             )
