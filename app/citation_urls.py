@@ -7,16 +7,17 @@ from urllib.parse import quote, urldefrag
 from flask import url_for
 
 from pipeline.citation_links import CiteTarget
+from pipeline.streaming.moments import moment_url
 from storage.evidence import EvidenceChunk
 
 
 def open_url(notebook_id: str, chunk: EvidenceChunk) -> str:
     """Where a citation leads a person: the original validated URL for web evidence, at the
     section the passage is in (``#fragment``, the nearest heading's id) or, for a recording, at
-    the cited second (``#t=``, a media fragment); else the dashboard's evidence page for that
+    the cited second (``pipeline.streaming.moments``); else the dashboard's evidence page for that
     revision (the JSON is ``/api/.../evidence/...``)."""
     if chunk.source_kind == "url" and "start" in chunk.locator:  # a recording, at the cited second
-        return f"{urldefrag(chunk.source_final_url or chunk.source_value).url}#t={chunk.locator['start']}"
+        return moment_url(chunk.source_final_url or chunk.source_value, chunk.locator["start"])
     if chunk.source_kind == "url":
         return web_evidence_url(chunk.source_final_url or chunk.source_value, chunk.locator.get("fragment"))
     return evidence_page_url(CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id))

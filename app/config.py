@@ -73,6 +73,8 @@ class Settings:
     fetch_max_bytes: int = 50 * 1024 * 1024
     fetch_timeout_seconds: int = 30
     attachment_max_bytes: int = 200 * 1024 * 1024
+    media_download_timeout_seconds: int = 1800
+    media_subtitles: str = "site"
     evidence_max_bytes: int = 256 * 1024 * 1024
     embedder: str = "hashing"
     vector_cache_bytes: int = 512 * 1024 * 1024
@@ -121,6 +123,8 @@ class Settings:
             fetch_max_bytes=_int(env, "GNOSI_FETCH_MAX_BYTES", 50 * 1024 * 1024),
             fetch_timeout_seconds=_int(env, "GNOSI_FETCH_TIMEOUT_SECONDS", 30),
             attachment_max_bytes=_int(env, "GNOSI_ATTACHMENT_MAX_BYTES", 200 * 1024 * 1024),
+            media_download_timeout_seconds=_int(env, "GNOSI_MEDIA_DOWNLOAD_TIMEOUT_SECONDS", 1800),
+            media_subtitles=_choice(env, "GNOSI_MEDIA_SUBTITLES", ("site", "off")),
             evidence_max_bytes=_int(env, "GNOSI_EVIDENCE_MAX_BYTES", 256 * 1024 * 1024),
             embedder=env.get("GNOSI_EMBEDDER", "").strip() or "hashing",
             vector_cache_bytes=_int(env, "GNOSI_VECTOR_CACHE_MB", 512) * 1024 * 1024,

@@ -20,6 +20,7 @@ from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
+from pipeline.streaming.download import StreamLimits
 from storage.blobs import BlobStore
 from storage.db import Database
 from storage.extractions import ExtractionStore
@@ -85,6 +86,16 @@ class Services:
             max_bytes=self.settings.fetch_max_bytes,
             timeout_s=self.settings.fetch_timeout_seconds,
             allowlist=self.settings.url_allowlist,
+        )
+
+    @cached_property
+    def stream_limits(self) -> StreamLimits:
+        settings = self.settings
+        return StreamLimits(
+            max_bytes=settings.attachment_max_bytes,
+            timeout_s=settings.media_download_timeout_seconds,
+            max_seconds=settings.extract_limits.speech.max_seconds,
+            use_subtitles=settings.media_subtitles == "site",
         )
 
     @cached_property

@@ -30,7 +30,7 @@ from pipeline.speech.transcribing import speech_ready
 from pipeline.types import Extraction, PipelineError, Segment
 
 # Bump when an extractor changes what it emits for the same bytes (text, locators, metadata).
-EXTRACTORS_VERSION = "6"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document, audio and video transcribed
+EXTRACTORS_VERSION = "7"  # 2: PDFs lose running headers/footers, mark reference lists; 3: OCR; 4: line boxes, tables; 5: OCR pages cleaned and labelled too; 6: a partly scanned PDF cleaned as one document, audio and video transcribed; 7: WebVTT subtitles read as timed cues
 _LIBRARIES = ("pypdfium2", "pdfplumber", "trafilatura", "lxml", "pillow", "av", "faster-whisper", "ctranslate2")
 KEY_LENGTH = 64
 # Level 1: text compresses about 3x at it, ten times faster than the default level.

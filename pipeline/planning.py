@@ -30,6 +30,7 @@ class PreviousSource:
     checked_at: datetime | None
     etag: str | None = None
     last_modified: str | None = None
+    media_fingerprint: str | None = None
     content_hash: str | None = None
     file_size: int | None = None
     file_mtime_ns: int | None = None
@@ -137,8 +138,12 @@ def touched(plans: Iterable[PlannedSource]) -> list[PlannedSource]:
 
 
 def _validators(prev: PreviousSource) -> dict[str, str]:
-    """What a conditional re-fetch sends (ETag, Last-Modified) or compares (the body's hash)."""
-    pairs = (("etag", prev.etag), ("last_modified", prev.last_modified), ("content_hash", prev.content_hash))
+    """What a conditional re-fetch sends (ETag, Last-Modified) or compares (the body's hash, a
+    recording's media fingerprint)."""
+    pairs = (
+        ("etag", prev.etag), ("last_modified", prev.last_modified), ("content_hash", prev.content_hash),
+        ("media_fingerprint", prev.media_fingerprint),
+    )
     return {name: value for name, value in pairs if value}
 
 

@@ -18,11 +18,14 @@ from pipeline.evidence_pack import Evidence, evidence_of
 from pipeline.extraction_cache import ExtractInputs, attachment_inputs
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
+from pipeline.extractors.subtitles import VTT_MIME
 from pipeline.fetch import FetchPolicy, fetch
 from pipeline.fingerprint import bytes_sha256
 from pipeline.ocr.reading import BeforePage, read_missing_pages
 from pipeline.ocr.unread import unread_reason
 from pipeline.speech.transcribing import BeforeWindow, transcribe, unheard_reason
+from pipeline.streaming.download import DownloadProgress, StreamLimits, download
+from pipeline.streaming.probe import NoMedia, is_streaming_url, probe
 from pipeline.types import Extraction, PipelineError, SourceRef
 
 
@@ -80,19 +83,32 @@ class Unchanged:
 
 
 def read_source(
-    ref: SourceRef, *, read_attachment: AttachmentReader, policy: FetchPolicy, validators: dict[str, str]
+    ref: SourceRef,
+    *,
+    read_attachment: AttachmentReader,
+    policy: FetchPolicy,
+    validators: dict[str, str],
+    streams: StreamLimits = StreamLimits(),
+    before_download: DownloadProgress | None = None,
 ) -> ReadSource | Unchanged:
     """Read an attachment or fetch a URL; ``Unchanged`` when the page is the same as when
-    ``validators`` were taken (ETag, Last-Modified, or the same body hash). Raises ``PipelineError`` on expected failures.
+    ``validators`` were taken (ETag, Last-Modified, or the same body hash; a recording: the same
+    media fingerprint). Raises ``PipelineError`` on expected failures.
 
     ``read_attachment`` returns the attachment's bytes and file name; the worker passes a reader
-    that asks the API instance, so this code never needs the vault or the database.
+    that asks the API instance, so this code never needs the vault or the database. A recording
+    on a streaming site or a link to a media file is probed first and downloaded only when new
+    (``before_download`` hears how far the download has come).
     """
     if ref.kind == "attachment":
         data, filename = read_attachment()
         content_hash = bytes_sha256(data)
         inputs = attachment_inputs(filename)
         return ReadSource(data, content_hash, inputs, {"content_hash": content_hash})
+    if validators.get("media_fingerprint") or is_streaming_url(ref.value):
+        streamed = _read_stream(ref.value, policy, streams, validators, before_download)
+        if streamed is not None:
+            return streamed
     fetched = fetch(ref.value, policy, etag=validators.get("etag"), last_modified=validators.get("last_modified"))
     web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}
     if fetched.not_modified or fetched.content_hash == validators.get("content_hash"):
@@ -105,6 +121,31 @@ def read_source(
         fetched.charset,
     )
     return ReadSource(fetched.content, content_hash, inputs, {"content_hash": content_hash, **web})
+
+
+def _read_stream(
+    url: str, policy: FetchPolicy, streams: StreamLimits, validators: dict[str, str], progress: DownloadProgress | None
+) -> ReadSource | Unchanged | None:
+    """A recording by its probe: unchanged when its fingerprint is, else its site's subtitles or,
+    without them, the recording downloaded. None when the site adapter finds no recording at the
+    address (an article on a news site): it is read as a page."""
+    try:
+        found = probe(url, policy, max_seconds=streams.max_seconds)
+    except NoMedia:
+        return None
+    checked = {"final_url": found.page_url, "media_fingerprint": found.fingerprint}
+    if found.fingerprint == validators.get("media_fingerprint"):
+        return Unchanged(checked)
+    subtitles = found.subtitles if streams.use_subtitles else None
+    if subtitles is not None:
+        language, address = subtitles
+        data = fetch(address, policy).content
+        inputs = ExtractInputs(f"subtitles.{language}.vtt", VTT_MIME, found.page_url, None)
+    else:
+        data = download(found, policy, streams, progress=progress)
+        inputs = ExtractInputs(found.filename, found.mime, found.page_url, None)
+    content_hash = bytes_sha256(data)
+    return ReadSource(data, content_hash, inputs, {"content_hash": content_hash, **checked})
 
 
 def extract_read(
@@ -147,6 +188,8 @@ def chunk_extraction(
         "title": (extraction.title or "")[:500] or None,
         "page_count": extraction.page_count,
         "pages_needing_ocr": extraction.pages_needing_ocr,
+        "duration_seconds": extraction.duration_seconds,
+        "transcribed_by": extraction.transcribed_by,
     }
     unheard = unheard_reason(extraction, limits.speech)
     if not extraction.segments and (unheard is None or unheard.failed):

@@ -52,6 +52,7 @@ def previous_sources(session: Session, notebook: Notebook) -> dict[SourceKey, Pr
             checked_at=s.checked_at,
             etag=s.etag,
             last_modified=s.last_modified,
+            media_fingerprint=s.media_fingerprint,
             content_hash=s.content_hash,
             file_size=s.file_size,
             file_mtime_ns=s.file_mtime_ns,
@@ -157,9 +158,13 @@ def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source
     )
 
 
+# What a check of a URL learnt about it, which the next check compares with.
+_CHECK_VALIDATORS = ("final_url", "etag", "last_modified", "media_fingerprint")
+
+
 def _apply_meta(source: Source, meta: dict[str, Any]) -> None:
-    for name in ("mime", "title", "page_count", "pages_needing_ocr", "content_hash", "final_url",
-                 "etag", "last_modified", "extraction_key", "chunking"):
+    for name in ("mime", "title", "page_count", "pages_needing_ocr", "content_hash", "duration_seconds",
+                 "transcribed_by", *_CHECK_VALIDATORS, "extraction_key", "chunking"):
         if name in meta:
             setattr(source, name, meta[name])
 
@@ -237,12 +242,15 @@ def _keep_last_check(session: Session, notebook: Notebook, source: Source) -> No
     time and validators stay (a page's refresh interval runs on from that check)."""
     previous = _previous_of(session, notebook, source)
     if previous is not None:
-        for name in ("checked_at", "final_url", "etag", "last_modified"):
+        for name in ("checked_at", *_CHECK_VALIDATORS):
             setattr(source, name, getattr(previous, name))
 
 
 # What the last representation of a source says about it, kept when that representation is.
-_CARRIED_META = ("fingerprint", "mime", "title", "page_count", "content_hash", "extraction_key", "chunking")
+_CARRIED_META = (
+    "fingerprint", "mime", "title", "page_count", "content_hash", "duration_seconds", "transcribed_by",
+    "extraction_key", "chunking",
+)
 
 
 def _carry_previous(
@@ -303,8 +311,8 @@ def _carry_check_times(session: Session, notebook: Notebook, audit: Revision) ->
     for source in revisions.sources(session, notebook.active_revision_id):
         newer = checked.get((source.resource_id, source.field, source.value))
         if newer is not None and newer.checked_at:
-            source.checked_at = newer.checked_at
-            source.etag, source.last_modified = newer.etag, newer.last_modified
+            for name in ("checked_at", *_CHECK_VALIDATORS):
+                setattr(source, name, getattr(newer, name))
 
 
 def _same_evidence(session: Session, notebook: Notebook, revision: Revision) -> bool:

@@ -215,7 +215,12 @@ class Source(Scoped, Base):
     final_url: Mapped[str | None] = mapped_column(Text)
     etag: Mapped[str | None] = mapped_column(String(300))
     last_modified: Mapped[str | None] = mapped_column(String(100))
+    # A streaming source's fingerprint from its metadata-only probe (pipeline.streaming.probe).
+    media_fingerprint: Mapped[str | None] = mapped_column(String(64))
     content_hash: Mapped[str | None] = mapped_column(String(64))
+    # A recording's length and what wrote its transcript (a speech model or the site's subtitles).
+    duration_seconds: Mapped[float | None] = mapped_column(Float)
+    transcribed_by: Mapped[str | None] = mapped_column(String(100))
     page_count: Mapped[int | None] = mapped_column(Integer)
     pages_needing_ocr: Mapped[list[Any]] = mapped_column(default=list)
     checked_at: Mapped[datetime | None] = mapped_column(DateTime)

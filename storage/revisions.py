@@ -95,8 +95,8 @@ def add_source(session: Session, revision: Revision, **values: Any) -> Source:
 
 COPIED_SOURCE_FIELDS = (
     "resource_id", "field", "kind", "value", "fingerprint", "file_size", "file_mtime_ns", "error_code", "error", "mime", "title",
-    "final_url", "etag", "last_modified", "content_hash", "page_count", "pages_needing_ocr",
-    "checked_at", "extraction_key", "chunking",
+    "final_url", "etag", "last_modified", "media_fingerprint", "content_hash", "page_count", "pages_needing_ocr",
+    "duration_seconds", "transcribed_by", "checked_at", "extraction_key", "chunking",
 )
 
 

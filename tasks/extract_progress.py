@@ -21,6 +21,16 @@ def hearing(job_id: str, source_id: str, done_seconds: float, total_seconds: flo
     _working(job_id, source_id, f"Transcribing: {_clock(done_seconds)} of {_clock(total_seconds)}")
 
 
+def downloading(job_id: str, source_id: str, done_bytes: int, total_bytes: int | None) -> None:
+    """Every few seconds while a recording downloads from its site: show how much has come."""
+    of_total = f" of {_megabytes(total_bytes)}" if total_bytes else ""
+    _working(job_id, source_id, f"Downloading the recording: {_megabytes(done_bytes)}{of_total}")
+
+
+def _megabytes(size: int) -> str:
+    return f"{size / 1_000_000:,.1f} MB"
+
+
 def _clock(seconds: float) -> str:
     minutes, seconds = divmod(int(seconds), 60)
     return f"{minutes // 60}:{minutes % 60:02d}:{seconds:02d}" if minutes >= 60 else f"{minutes}:{seconds:02d}"

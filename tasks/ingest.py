@@ -39,7 +39,7 @@ from storage import ingestion, jobs, notebooks, revisions, step_durations
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
 from tasks.contract import StepClock, fail_job, reason, running_job, source_step
-from tasks.extract_progress import hearing, reading_page
+from tasks.extract_progress import downloading, hearing, reading_page
 from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
@@ -185,6 +185,8 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
         read_attachment=lambda: api.attachment(job_id, source_id),
         policy=svc.fetch_policy,
         validators=order.get("validators") or {},
+        streams=svc.stream_limits,
+        before_download=partial(downloading, job_id, source_id),
     )
     if isinstance(read, Unchanged):
         return SourceResult(source_id, "not_modified", meta=read.meta).to_message()

@@ -12,6 +12,7 @@ from app.errors import ApiError
 from app.extensions import services
 from app.services.titles import chunk_title, record_titles
 from pipeline.citation_links import CiteTarget
+from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
 from storage import evidence, revisions
 from storage.retrieval import MAX_RESULTS
 from storage.scope import Principal
@@ -86,5 +87,9 @@ def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
     title = chunk_title(record_titles(services(), notebook.table_id), chunk)
     shown = evidence_json(target.notebook_id, chunk, title)
     if transcript is not None:
-        shown["media"] = {"mime": chunk.source_mime, "playable": chunk.source_kind == "attachment", "transcript": transcript}
+        recording = (chunk.source_mime or "").startswith(("audio/", "video/"))  # not a subtitles file
+        playable = chunk.source_kind == "attachment" and recording
+        shown["media"] = {"mime": chunk.source_mime, "playable": playable, "transcript": transcript}
+        if chunk.source_kind == "url":  # not kept here: it plays on its own site
+            shown["media"]["original_url"] = moment_url(chunk.source_final_url or chunk.source_value, TIME_PLACEHOLDER)
     return shown

@@ -69,6 +69,8 @@ def source_json(source: Source) -> dict[str, Any]:
         "title": source.title,
         "page_count": source.page_count,
         "pages_needing_ocr": source.pages_needing_ocr,
+        "duration_seconds": source.duration_seconds,
+        "transcribed_by": source.transcribed_by,
         "checked_at": iso(source.checked_at),
     }
 

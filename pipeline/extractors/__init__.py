@@ -8,6 +8,7 @@ from pipeline.extractors.image import ImageExtractor
 from pipeline.extractors.media import MediaExtractor
 from pipeline.extractors.pdf import PdfExtractor
 from pipeline.extractors.registry import extract, pick, register
+from pipeline.extractors.subtitles import SubtitlesExtractor
 from pipeline.extractors.text import TextExtractor
 
 register(PdfExtractor())
@@ -15,5 +16,6 @@ register(HtmlExtractor())
 register(TextExtractor())
 register(ImageExtractor())
 register(MediaExtractor())
+register(SubtitlesExtractor())
 
 __all__ = ["extract", "pick", "register"]

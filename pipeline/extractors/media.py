@@ -11,7 +11,7 @@ from pipeline.extractors.limits import ExtractLimits
 from pipeline.speech.audio import decode_speech
 from pipeline.types import Extraction, PipelineError
 
-_MIME_OF_EXTENSION = {
+MIME_OF_EXTENSION = {
     "mp3": "audio/mpeg", "wav": "audio/wav", "flac": "audio/flac", "ogg": "audio/ogg", "oga": "audio/ogg",
     "opus": "audio/ogg", "m4a": "audio/mp4", "aac": "audio/aac", "mp4": "video/mp4", "m4v": "video/mp4",
     "mov": "video/quicktime", "webm": "video/webm", "mkv": "video/x-matroska",
@@ -23,7 +23,7 @@ class MediaExtractor(Extractor):
     name = "media"
 
     def score(self, mime: str, filename: str) -> int:
-        return kind_score(mime.startswith(_MEDIA_TYPES), filename, _MIME_OF_EXTENSION)
+        return kind_score(mime.startswith(_MEDIA_TYPES), filename, MIME_OF_EXTENSION)
 
     def extract(
         self,
@@ -40,7 +40,7 @@ class MediaExtractor(Extractor):
         except PipelineError as error:
             raise PipelineError(error.code, f"{filename[:200]}: {error.message}") from None
         return Extraction(
-            mime=mime if mime.startswith(_MEDIA_TYPES) else _MIME_OF_EXTENSION[extension(filename)],
+            mime=mime if mime.startswith(_MEDIA_TYPES) else MIME_OF_EXTENSION[extension(filename)],
             segments=[],
             duration_seconds=round(audio.duration, 3),
             speech=audio,

@@ -104,7 +104,7 @@ def test_a_recording_fetched_from_a_url_is_transcribed_and_plays_at_its_own_addr
         f"/api/notebooks/{notebook_id}/evidence/{citation['chunk_id']}", revision=citation["revision_id"]
     ).json()
     assert evidence["media"]["playable"] is False and evidence["media"]["mime"] == "audio/flac", evidence["media"]
-    assert evidence["open_url"].endswith(f"/jfk.flac#t={citation['locator']['start']}"), evidence["open_url"]
+    assert evidence["open_url"].endswith(f"/jfk.flac#t={int(citation['locator']['start'])}"), evidence["open_url"]
 
     page = open_page("desktop")
     open_citation(page, service, notebook_id, citation)

@@ -5,9 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler
 
-from support.services import serve_in_thread
+from support.services import AnsweringHandler, serve_in_thread
 
 HOLD_AT_MOST_SECONDS = 60
 
@@ -17,16 +16,7 @@ def held_page(html: str) -> Iterator[tuple[str, threading.Event]]:
     """(the page's URL, the event that releases every request, held or later)."""
     released = threading.Event()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
-            self._answer(with_body=False)
-
-        def do_GET(self) -> None:  # noqa: N802
-            self._answer(with_body=True)
-
+    class Handler(AnsweringHandler):
         def _answer(self, with_body: bool) -> None:
             released.wait(HOLD_AT_MOST_SECONDS)
             body = html.encode()

@@ -142,6 +142,22 @@ def serve_in_thread(handler: Callable[..., BaseHTTPRequestHandler]) -> Iterator[
         server.server_close()
 
 
+class AnsweringHandler(BaseHTTPRequestHandler):
+    """A quiet handler that answers GET and HEAD alike through ``_answer`` (HEAD without the body)."""
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_HEAD(self) -> None:  # noqa: N802 - http.server's naming
+        self._answer(with_body=False)
+
+    def do_GET(self) -> None:  # noqa: N802
+        self._answer(with_body=True)
+
+    def _answer(self, with_body: bool) -> None:
+        raise NotImplementedError
+
+
 @contextmanager
 def static_http_server(directory: Path) -> Iterator[str]:
     """Serve a folder; yields the base URL."""

@@ -34,3 +34,10 @@ export const STATE_LABEL = {
   stale: "Stale",
   error: "Error",
 };
+
+export function formatTime(seconds) {
+  const total = Math.floor(seconds);
+  const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  const [hours, minutes, secs] = parts.map((n) => String(n).padStart(2, "0"));
+  return total >= 3600 ? `${hours}:${minutes}:${secs}` : `${Number(minutes)}:${secs}`;
+}

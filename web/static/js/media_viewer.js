@@ -3,7 +3,8 @@
  * (or, for a recording fetched from a URL, at its own address), with the transcript around them.
  */
 import { byRole, h } from "./dom.js";
-import { fileUrl, formatTime, locatorText, markedText } from "./viewer.js";
+import { formatTime } from "./format.js";
+import { fileUrl, locatorText, markedText } from "./viewer.js";
 
 /**
  * When the quoted words are said: the stretches of speech of the chunk (`spoken`) the quote
@@ -24,10 +25,11 @@ export function showMedia(root, evidence, notebookId, quote) {
   const { start, end } = evidence.locator;
   const media = evidence.media || { mime: "", transcript: [{ start, end, text: evidence.text, cited: true }] };
   const [from, to] = quotedRange(evidence.locator, evidence.text, quote);
-  // A recording fetched from a URL is not kept here: it plays at its own address, in a new tab.
-  const original = `${(evidence.open_url || "").split("#")[0]}#t=`;
+  // A recording fetched from a URL is not kept here: it plays on its own site, in a new tab, from
+  // the second the server's template says how to ask for.
+  const originalAt = (seconds) => (media.original_url || "").replace("{t}", String(Math.floor(seconds)));
   const player = media.playable === false
-    ? h("p", {}, h("a", { href: `${original}${from}`, target: "_blank", rel: "noopener noreferrer", "data-role": "original-player" }, `Play the original from ${formatTime(from)}`))
+    ? h("p", {}, !media.original_url ? "" : h("a", { href: originalAt(from), target: "_blank", rel: "noopener noreferrer", "data-role": "original-player" }, `Play the original from ${formatTime(from)}`))
     : h((media.mime || "").startsWith("audio/") ? "audio" : "video", {
       controls: true,
       preload: "metadata",
@@ -39,7 +41,7 @@ export function showMedia(root, evidence, notebookId, quote) {
   }, { once: true });
   const seek = (at) => () => {
     if (media.playable === false) {
-      window.open(`${original}${at}`, "_blank", "noopener");
+      if (media.original_url) window.open(originalAt(at), "_blank", "noopener");
       return;
     }
     player.currentTime = at;
@@ -53,7 +55,8 @@ export function showMedia(root, evidence, notebookId, quote) {
       part.cited ? markedText(part.text, quote) : h("p", { class: "evidence-text" }, part.text),
     ),
   );
-  const heard = evidence.locator.transcript ? ` · machine-transcribed (${evidence.locator.transcript})` : "";
+  const by = evidence.locator.transcript;
+  const heard = !by ? "" : by.startsWith("site ") ? ` · transcript: ${by}` : ` · machine-transcribed (${by})`;
   const range = from === start && to === end ? locatorText(evidence.locator) : `${locatorText({ start: from, end: to })}, the quoted words (the passage runs ${locatorText(evidence.locator)})`;
   byRole("viewer-meta", root).textContent = `Plays ${range}${heard}`;
   byRole("viewer-body", root).replaceChildren(player, h("ol", { class: "media-transcript", "data-role": "transcript" }, parts));

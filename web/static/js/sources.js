@@ -4,7 +4,7 @@
  */
 import { api, withQuery } from "./api.js";
 import { byRole, confirmDialog, formatDate, h, renderPager, showError } from "./dom.js";
-import { STATE_LABEL, jobActive } from "./format.js";
+import { STATE_LABEL, formatTime, jobActive } from "./format.js";
 import { ResourceSelector } from "./selector.js";
 
 const PER_PAGE = 20;
@@ -17,6 +17,13 @@ function bounded(text) {
 function reasonOf(error) {
   if (!error) return "";
   return bounded(typeof error === "string" ? error : error.message || error.code || "");
+}
+
+/** A recording's length and what wrote its transcript (a speech model or the site's subtitles). */
+function recordingNote(source) {
+  const by = source.transcribed_by;
+  const heard = !by ? "" : by.startsWith("site ") ? ` · transcript: ${by}` : ` · transcribed by ${by}`;
+  return `Recording, ${formatTime(source.duration_seconds)}${heard}`;
 }
 
 function resourceTitle(item) {
@@ -73,6 +80,8 @@ export class SourcesPanel {
         h("span", { class: "source-title" }, title),
         h("span", { class: `state state-${item.state}` }, STATE_LABEL[item.state] ?? item.state)),
       h("p", { class: "muted" }, `Last successful check: ${formatDate(item.last_checked_at)}`),
+      ...(item.sources || []).filter((source) => source.duration_seconds != null).map((source) =>
+        h("p", { class: "muted", "data-role": "recording" }, recordingNote(source))),
       reason ? h("p", { class: "source-error" }, reason) : null,
       item.retry_at
         ? h("p", { class: "muted", "data-role": "retry-at" },

@@ -6,6 +6,7 @@
  */
 import { api, apiBytes, withQuery } from "./api.js";
 import { byRole, h } from "./dom.js";
+import { formatTime } from "./format.js";
 import { showMedia } from "./media_viewer.js";
 
 const PDFJS = new URL("../vendor/pdfjs/pdf.min.mjs", import.meta.url).href;
@@ -90,13 +91,6 @@ export function originalLink(evidence, notebookId) {
   if (locator.page && !locator.ocr) return { href: `${fileUrl(evidence, notebookId)}#page=${locator.page}`, text: "Download the original PDF" };
   const at = locator.start !== undefined ? `#t=${locator.start}` : "";
   return { href: `${fileUrl(evidence, notebookId)}${at}`, text: "Download the original file" };
-}
-
-export function formatTime(seconds) {
-  const total = Math.floor(seconds);
-  const parts = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
-  const [hours, minutes, secs] = parts.map((n) => String(n).padStart(2, "0"));
-  return total >= 3600 ? `${hours}:${minutes}:${secs}` : `${Number(minutes)}:${secs}`;
 }
 
 /**

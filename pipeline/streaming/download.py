@@ -1,0 +1,103 @@
+"""Download the recording a probe chose, through the guard, within the size and time caps.
+
+Only yt-dlp's native downloaders run (one HTTP file, HLS or DASH segments), so every byte comes
+through ``GuardedRH``. ffmpeg is never used: it would fetch on its own, past the address policy
+(``ffmpeg_location`` points nowhere, which yt-dlp reads as "not installed").
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from yt_dlp.downloader import get_suitable_downloader
+from yt_dlp.downloader.dash import DashSegmentsFD
+from yt_dlp.downloader.hls import HlsFD
+from yt_dlp.downloader.http import HttpFD
+from yt_dlp.utils import YoutubeDLError, remove_terminal_sequences
+
+from pipeline.fetch import FetchPolicy
+from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard
+from pipeline.streaming.probe import MediaProbe, ydl_params
+from pipeline.types import PipelineError
+
+_NATIVE = (HttpFD, HlsFD, DashSegmentsFD)
+_PROGRESS_EVERY_SECONDS = 5.0
+
+# Told how many bytes have come of how many (None: the site did not say); may raise to stop.
+DownloadProgress = Callable[[int, int | None], None]
+
+
+@dataclass(frozen=True)
+class StreamLimits:
+    """``max_bytes`` bounds the recording (GNOSI_ATTACHMENT_MAX_BYTES: a recording from a site is held
+    to what an upload may be), ``timeout_s`` the whole download (GNOSI_MEDIA_DOWNLOAD_TIMEOUT_SECONDS)
+    and ``max_seconds`` how long it may play (GNOSI_SPEECH_MAX_SECONDS), refused before downloading
+    when the site says. ``use_subtitles``: read the site's own subtitles instead of transcribing,
+    when it offers them in the recording's language (GNOSI_MEDIA_SUBTITLES)."""
+
+    max_bytes: int = 200 * 1024 * 1024
+    timeout_s: float = 1800.0
+    max_seconds: int = 3 * 3600
+    use_subtitles: bool = True
+
+
+def download(
+    probe: MediaProbe, policy: FetchPolicy, limits: StreamLimits, *, progress: DownloadProgress | None = None
+) -> bytes:
+    """The recording's bytes. Raises ``PipelineError``: the guard's refusal (URL_BLOCKED,
+    FETCH_TIMEOUT, MEDIA_TOO_LARGE, or what ``progress`` raised), MEDIA_STREAM_UNSUPPORTED,
+    MEDIA_DOWNLOAD_FAILED."""
+    guard = RequestGuard(replace(policy, timeout_s=limits.timeout_s), limits.max_bytes)
+    with tempfile.TemporaryDirectory(prefix="gnosi-media-") as folder:
+        params = ydl_params(
+            nopart=True, continuedl=False, overwrites=True,
+            ffmpeg_location=str(Path(folder) / "no-ffmpeg"),
+            progress_hooks=[_reporter(guard, progress)] if progress else [],
+        )
+        info = dict(probe.info)
+        size = info.get("filesize") or info.get("filesize_approx")
+        if size and size > limits.max_bytes:
+            raise PipelineError("MEDIA_TOO_LARGE", f"the recording is larger than {limits.max_bytes:,} bytes")
+        downloader = get_suitable_downloader(info, params)
+        if downloader is None or not issubclass(downloader, _NATIVE):
+            raise PipelineError(
+                "MEDIA_STREAM_UNSUPPORTED",
+                f"This recording is served over {info.get('protocol')}, which is not downloaded here.",
+            )
+        path = Path(folder) / probe.filename
+        try:
+            with GuardedYoutubeDL(params, guard) as ydl:
+                finished = ydl.dl(str(path), info)
+        except YoutubeDLError as error:
+            message = remove_terminal_sequences(str(error)).removeprefix("ERROR: ").strip()
+            raise guard.refusal or PipelineError("MEDIA_DOWNLOAD_FAILED", f"The download failed: {message[:300]}") from None
+        finally:
+            guard.close()
+        if guard.refusal is not None:
+            raise guard.refusal
+        if not finished or not path.is_file():
+            raise PipelineError("MEDIA_DOWNLOAD_FAILED", "The site ended the download before the recording did.")
+        return path.read_bytes()
+
+
+def _reporter(guard: RequestGuard, progress: DownloadProgress) -> Callable[[dict[str, Any]], None]:
+    """A yt-dlp progress hook that tells ``progress`` every few seconds; what it raises stops the
+    download (it is remembered by the guard, since yt-dlp may report it as its own error)."""
+    last = [0.0]
+
+    def hook(status: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if status.get("status") != "downloading" or now - last[0] < _PROGRESS_EVERY_SECONDS:
+            return
+        last[0] = now
+        try:
+            total = status.get("total_bytes") or status.get("total_bytes_estimate")
+            progress(int(status.get("downloaded_bytes") or 0), int(total) if total else None)
+        except PipelineError as error:
+            raise guard.refuse(error) from None
+
+    return hook
