@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack
 
 import pytest
-from browser_support import Service, cited, open_citation
+from browser_support import Service, cited, open_citation, sign_in_with_token
 from playwright.sync_api import expect
 from support.live import deployment
 from support.services import CORPUS, require, static_http_server
@@ -112,3 +112,14 @@ def test_a_recording_fetched_from_a_url_is_transcribed_and_plays_at_its_own_addr
     expect(original).to_have_attribute("href", re.compile(r"/jfk\.flac#t=\d"))
     expect(page.locator("[data-role=player]")).to_have_count(0)
     expect(page.locator("[data-role=transcript] .transcript-part.cited mark.highlight")).to_contain_text("your country")
+
+
+def test_the_sources_panel_says_how_long_each_recording_plays_and_what_transcribed_it(recordings, open_page) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = recordings
+    page = open_page("desktop")
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}")
+    recording = page.locator("#panel-sources .source-item[data-resource-id=inaugural] [data-role=recording]")
+    expect(recording).to_have_text("Recording, 0:11 · transcribed by base")
+    expect(page.locator("#panel-sources .source-item[data-resource-id=licence] [data-role=recording]")).to_have_text(
+        re.compile(r"^Recording, 0:59 · transcribed by base$")
+    )
