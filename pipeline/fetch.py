@@ -45,6 +45,7 @@ __all__ = ["FetchPolicy", "FetchResult", "Opened", "fetch", "is_public_http_url"
 
 _REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+_CREDENTIALS = frozenset({"cookie", "authorization", "proxy-authorization"})
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ def open_url(
 
     Redirects are followed by hand so every hop is re-validated exactly like the first (scheme,
     credentials, resolution, address policy); a 303, and a 301/302 answering a POST, continue as a
-    GET without a body, as browsers do. Raises the ``PipelineError`` codes ``fetch`` names.
+    GET without a body, as browsers do, and Cookie and Authorization headers do not follow a
+    redirect to another origin. Raises the ``PipelineError`` codes ``fetch`` names.
     """
     current = _checked_url(url)
     redirects: list[str] = []
@@ -154,8 +156,15 @@ def open_url(
                 )
             if response.status_code == 303 or (response.status_code in (301, 302) and method == "POST"):
                 method, content = "GET", None
-            current = _checked_url(_join(current, location))
+            following = _checked_url(_join(current, location))
+            if _origin(following) != _origin(current):  # credentials are for the origin they were given to
+                headers = {name: value for name, value in (headers or {}).items() if name.lower() not in _CREDENTIALS}
+            current = following
             redirects.append(str(current))
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host, url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
 def _checked_url(url: str | httpx.URL) -> httpx.URL:

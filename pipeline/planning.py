@@ -87,7 +87,9 @@ def plan_sources(
     - a source whose last attempt failed is tried again;
     - a source whose chunks were made with another ``chunking`` recipe than the current one is
       chunked again from its cached extraction (a due URL is fetched in full, without validators:
-      a 304 would leave the old chunks; its unchanged bytes still find their cached extraction).
+      a 304 would leave the old chunks; its unchanged bytes still find their cached extraction;
+      a due recording is probed with its media fingerprint, and chunked again from its cached
+      extraction when that did not move).
     """
     plans = []
     ttl = timedelta(seconds=url_ttl_seconds)
@@ -110,6 +112,13 @@ def plan_sources(
             plans.append(_unchanged(ref, fingerprint, prev, same_recipe, stat))
         elif ref.kind == "url" and prev.checked_at is not None and now - prev.checked_at < ttl:
             plans.append(_unchanged(ref, prev.fingerprint, prev, same_recipe, stat))
+        elif ref.kind == "url" and not same_recipe and prev.media_fingerprint:
+            # A recording is probed, not downloaded, to be checked: unchanged, it is chunked again
+            # from its cached extraction; changed, it is downloaded (and its bytes may be cached).
+            plans.append(PlannedSource(
+                ref, "extract", fingerprint, prev, {"media_fingerprint": prev.media_fingerprint},
+                cached_extraction=prev.extraction_key, **stat,
+            ))
         elif ref.kind == "url":
             validators = _validators(prev) if same_recipe else {}
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, validators, **stat))

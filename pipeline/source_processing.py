@@ -6,6 +6,7 @@ database, so extract workers scale out on machines that do not hold ``notebooks.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -25,8 +26,11 @@ from pipeline.ocr.reading import BeforePage, read_missing_pages
 from pipeline.ocr.unread import unread_reason
 from pipeline.speech.transcribing import BeforeWindow, transcribe, unheard_reason
 from pipeline.streaming.download import DownloadProgress, StreamLimits, download
-from pipeline.streaming.probe import NoMedia, is_streaming_url, probe
+from pipeline.streaming.probe import MediaProbe, NoMedia, is_streaming_url, probe
 from pipeline.types import Extraction, PipelineError, SourceRef
+
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -110,7 +114,9 @@ def read_source(
         if streamed is not None:
             return streamed
     fetched = fetch(ref.value, policy, etag=validators.get("etag"), last_modified=validators.get("last_modified"))
-    web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified}
+    # A page's validators replace a recording's fingerprint: an address that served a recording
+    # and now serves a page is not probed again.
+    web = {"final_url": fetched.url, "etag": fetched.etag, "last_modified": fetched.last_modified, "media_fingerprint": None}
     if fetched.not_modified or fetched.content_hash == validators.get("content_hash"):
         return Unchanged(web)
     content_hash = fetched.content_hash or bytes_sha256(fetched.content)
@@ -133,19 +139,33 @@ def _read_stream(
         found = probe(url, policy, max_seconds=streams.max_seconds)
     except NoMedia:
         return None
-    checked = {"final_url": found.page_url, "media_fingerprint": found.fingerprint}
+    checked = {"final_url": found.page_url, "media_fingerprint": found.fingerprint, "etag": None, "last_modified": None}
     if found.fingerprint == validators.get("media_fingerprint"):
         return Unchanged(checked)
-    subtitles = found.subtitles if streams.use_subtitles else None
+    subtitles = _site_subtitles(found, policy) if streams.use_subtitles else None
     if subtitles is not None:
-        language, address = subtitles
-        data = fetch(address, policy).content
-        inputs = ExtractInputs(f"subtitles.{language}.vtt", VTT_MIME, found.page_url, None)
+        data, inputs = subtitles
     else:
         data = download(found, policy, streams, progress=progress)
         inputs = ExtractInputs(found.filename, found.mime, found.page_url, None)
     content_hash = bytes_sha256(data)
     return ReadSource(data, content_hash, inputs, {"content_hash": content_hash, **checked})
+
+
+def _site_subtitles(found: MediaProbe, policy: FetchPolicy) -> tuple[bytes, ExtractInputs] | None:
+    """The site's own subtitles as WebVTT; None when it offers none in the recording's language, or
+    they cannot be fetched or hold no cue (the recording is then downloaded and transcribed)."""
+    if found.subtitles is None:
+        return None
+    language, address = found.subtitles
+    try:
+        data = fetch(address, policy).content
+    except PipelineError as error:
+        log.warning("subtitles of %s not fetched (%s): transcribing instead", found.page_url, error)
+        return None
+    if b"-->" not in data:
+        return None
+    return data, ExtractInputs(f"subtitles.{language}.vtt", VTT_MIME, found.page_url, None)
 
 
 def extract_read(

@@ -177,18 +177,20 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     svc = services()
     api, limits = svc.internal_api, svc.settings.extract_limits
     source_id, ref = order["source_id"], SourceRef.from_dict(order["ref"])
-    cached = order.get("cached_extraction")
-    if cached and api.has_extraction(cached["key"]):  # same bytes, new chunking recipe
+    cached, validators = order.get("cached_extraction"), order.get("validators") or {}
+    if cached and not validators and api.has_extraction(cached["key"]):  # same bytes, new chunking recipe
         return _extracted(source_id, cached["key"], {"content_hash": cached["content_hash"], "reused": True})
     read = read_source(
         ref,
         read_attachment=lambda: api.attachment(job_id, source_id),
         policy=svc.fetch_policy,
-        validators=order.get("validators") or {},
+        validators=validators,
         streams=svc.stream_limits,
         before_download=partial(downloading, job_id, source_id),
     )
     if isinstance(read, Unchanged):
+        if cached and api.has_extraction(cached["key"]):  # a recording checked unchanged, for a new recipe
+            return _extracted(source_id, cached["key"], {**read.meta, "content_hash": cached["content_hash"]})
         return SourceResult(source_id, "not_modified", meta=read.meta).to_message()
     key = extraction_key(read.content_hash, read.inputs, limits)
     known_missing = order.get("cache_checked") and read.content_hash == order.get("content_hash")

@@ -2,7 +2,7 @@
 
 Only yt-dlp's native downloaders run (one HTTP file, HLS or DASH segments), so every byte comes
 through ``GuardedRH``. ffmpeg is never used: it would fetch on its own, past the address policy
-(``ffmpeg_location`` points nowhere, which yt-dlp reads as "not installed").
+(``ffmpeg_location`` is an empty folder, which yt-dlp reads as "not installed").
 """
 from __future__ import annotations
 
@@ -51,11 +51,13 @@ def download(
     """The recording's bytes. Raises ``PipelineError``: the guard's refusal (URL_BLOCKED,
     FETCH_TIMEOUT, MEDIA_TOO_LARGE, or what ``progress`` raised), MEDIA_STREAM_UNSUPPORTED,
     MEDIA_DOWNLOAD_FAILED."""
-    guard = RequestGuard(replace(policy, timeout_s=limits.timeout_s), limits.max_bytes)
+    guard = RequestGuard(replace(policy, timeout_s=limits.timeout_s), limits.max_bytes, within_s=limits.timeout_s)
     with tempfile.TemporaryDirectory(prefix="gnosi-media-") as folder:
+        no_ffmpeg = Path(folder) / "no-ffmpeg"
+        no_ffmpeg.mkdir()
         params = ydl_params(
-            nopart=True, continuedl=False, overwrites=True,
-            ffmpeg_location=str(Path(folder) / "no-ffmpeg"),
+            nopart=True, continuedl=False, overwrites=True, outtmpl={"default": str(Path(folder) / "recording.%(ext)s")},
+            ffmpeg_location=str(no_ffmpeg),
             progress_hooks=[_reporter(guard, progress)] if progress else [],
         )
         info = dict(probe.info)
@@ -70,16 +72,19 @@ def download(
             )
         path = Path(folder) / probe.filename
         try:
+            # As yt-dlp downloads from a saved description (--load-info-json): the cookies the probe
+            # was given come along, and the format is the one the probe chose.
             with GuardedYoutubeDL(params, guard) as ydl:
-                finished = ydl.dl(str(path), info)
+                ydl.process_ie_result(info, download=True)
         except YoutubeDLError as error:
             message = remove_terminal_sequences(str(error)).removeprefix("ERROR: ").strip()
-            raise guard.refusal or PipelineError("MEDIA_DOWNLOAD_FAILED", f"The download failed: {message[:300]}") from None
+            failed = guard.refusal or guard.failure
+            raise failed or PipelineError("MEDIA_DOWNLOAD_FAILED", f"The download failed: {message[:300]}") from None
         finally:
             guard.close()
         if guard.refusal is not None:
             raise guard.refusal
-        if not finished or not path.is_file():
+        if not path.is_file():
             raise PipelineError("MEDIA_DOWNLOAD_FAILED", "The site ended the download before the recording did.")
         return path.read_bytes()
 

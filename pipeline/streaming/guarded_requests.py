@@ -9,15 +9,20 @@ as a web page would be. The bodies read count against one budget for the whole p
 
 Why the guard remembers what it refused: yt-dlp turns a handler's error into its own (retrying,
 wrapping it in "Unable to download webpage"), so the caller asks the guard which rule refused and
-reports that code instead of parsing yt-dlp's message.
+reports that code instead of parsing yt-dlp's message. A rule's refusal (an address, the budget,
+the deadline, a cancel) sticks: it fails the probe or download even if yt-dlp carries on. A
+connection that failed (``FETCH_UNREACHABLE``) does not: yt-dlp retries, and only when it gives up
+is that failure the reason.
 """
 from __future__ import annotations
 
 import io
 import time
+import urllib.request
 from collections.abc import Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from email.message import Message
 from functools import partial
 from typing import Any
 
@@ -29,6 +34,8 @@ from yt_dlp.networking.exceptions import HTTPError, RequestError, TransportError
 from pipeline.fetch import FetchPolicy, open_url
 from pipeline.types import PipelineError
 
+# Failures of one connection, which yt-dlp's retries may get past.
+_TRANSIENT = frozenset({"FETCH_UNREACHABLE", "FETCH_TIMEOUT"})
 # Extensions yt-dlp may attach to a request that change nothing here: the request goes to the
 # vetted address with the policy's deadline, and TLS is always verified the default way.
 _IGNORED_EXTENSIONS = ("cookiejar", "timeout", "legacy_ssl", "keep_header_casing")
@@ -38,23 +45,43 @@ _IGNORED_EXTENSIONS = ("cookiejar", "timeout", "legacy_ssl", "keep_header_casing
 class RequestGuard:
     """The policy every request of one probe or download obeys, and what they have read so far.
 
-    ``max_bytes`` bounds all bodies together (a manifest's thousand segments share it). ``seen``
-    keeps each response's headers by the URL asked for and the URL answering, so a direct media
-    link's fingerprint can take its size and validators from the probe's own request.
+    ``max_bytes`` bounds all bodies together (a manifest's thousand segments share it), and
+    ``within_s`` all requests together (from the guard's making); each request also has the
+    policy's ``timeout_s``. ``seen`` keeps each response's headers by the URL asked for and the URL
+    answering, so a direct media link's fingerprint can take its size and validators from the
+    probe's own request.
     """
 
     policy: FetchPolicy
     max_bytes: int
+    within_s: float
     read_bytes: int = 0
     refusal: PipelineError | None = None
+    failure: PipelineError | None = None
     seen: dict[str, Mapping[str, str]] = field(default_factory=dict)
+    deadline: float = field(init=False)
     _open: ExitStack = field(default_factory=ExitStack)
 
+    def __post_init__(self) -> None:
+        self.deadline = time.monotonic() + self.within_s
+
     def refuse(self, error: PipelineError) -> PipelineError:
-        """Remember the first refusal (later ones are yt-dlp retrying the same thing)."""
+        """Remember a rule's refusal (the first: later ones are yt-dlp retrying the same thing)."""
         if self.refusal is None:
             self.refusal = error
         return error
+
+    def failed(self, error: PipelineError) -> PipelineError:
+        """Remember why a request failed, the reason if yt-dlp gives up after its retries."""
+        if error.code in _TRANSIENT:
+            self.failure = error
+            return error
+        return self.refuse(error)
+
+    def request_deadline(self) -> float:
+        if time.monotonic() >= self.deadline:
+            raise self.refuse(PipelineError("FETCH_TIMEOUT", f"took longer than {self.within_s:,.0f} s"))
+        return min(self.deadline, time.monotonic() + self.policy.timeout_s)
 
     def count(self, size: int) -> None:
         self.read_bytes += size
@@ -89,11 +116,13 @@ class _GuardedBody(io.RawIOBase):
     def readinto(self, buffer: Any) -> int:
         if not self._pending:
             if time.monotonic() > self._deadline:
-                raise self._guard.refuse(PipelineError("FETCH_TIMEOUT", "the download took longer than allowed"))
+                raise self._guard.failed(PipelineError("FETCH_TIMEOUT", "a response took longer than allowed"))
             try:
                 self._pending = next(self._chunks, b"")
             except httpx.HTTPError as error:
                 raise TransportError(cause=error) from error
+            if not self._pending:  # the whole body is read: yt-dlp seldom closes a response itself
+                self._opened.close()
             self._guard.count(len(self._pending))
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
@@ -124,21 +153,26 @@ class GuardedRH(RequestHandler):
 
     def _send(self, request: Request) -> Response:
         headers = dict(self._merge_headers(request.headers))
-        cookie = self._get_cookiejar(request).get_cookie_header(request.url)
+        jar = self._get_cookiejar(request)
+        cookie = jar.get_cookie_header(request.url)
         if cookie:
             headers["Cookie"] = cookie
-        policy = self._guard.policy
-        deadline = time.monotonic() + policy.timeout_s
         opened = ExitStack()
         try:
+            deadline = self._guard.request_deadline()
             answer = opened.enter_context(
-                open_url(request.url, policy, deadline=deadline, headers=headers, method=request.method, content=_body(request))
+                open_url(request.url, self._guard.policy, deadline=deadline, headers=headers, method=request.method,
+                         content=_body(request))
             )
         except PipelineError as error:
             opened.close()
-            raise RequestError(self._guard.refuse(error).message) from error
+            failed = self._guard.failed(error)
+            if failed.code in _TRANSIENT:  # yt-dlp retries these
+                raise TransportError(msg=failed.message) from error
+            raise RequestError(failed.message) from error
         self._guard.hold(opened)
         response = answer.response
+        jar.extract_cookies(_CookieSource(response.headers), urllib.request.Request(str(answer.url)))
         kept = _response_headers(response.headers)
         self._guard.seen[request.url] = self._guard.seen[str(answer.url)] = kept
         body = _GuardedBody(response, self._guard, deadline, opened)
@@ -146,6 +180,18 @@ class GuardedRH(RequestHandler):
         if response.status_code >= 400:
             raise HTTPError(adapted)
         return adapted
+
+
+class _CookieSource:
+    """What ``http.cookiejar`` reads a response's Set-Cookie headers from."""
+
+    def __init__(self, headers: httpx.Headers) -> None:
+        self._message = Message()
+        for value in headers.get_list("set-cookie"):
+            self._message["Set-Cookie"] = value
+
+    def info(self) -> Message:
+        return self._message
 
 
 def _body(request: Request) -> bytes | None:

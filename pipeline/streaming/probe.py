@@ -11,13 +11,14 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from yt_dlp.extractor import gen_extractor_classes
-from yt_dlp.networking.exceptions import HTTPError
+from yt_dlp.networking.exceptions import HTTPError, TransportError
 from yt_dlp.utils import UnsupportedError, YoutubeDLError, remove_terminal_sequences
 
 from pipeline.extractors.media import MIME_OF_EXTENSION
@@ -35,6 +36,14 @@ MEDIA_EXTENSIONS = frozenset({
 # (never two formats to merge, which needs ffmpeg).
 _FORMAT = "bestaudio/best[acodec!=none]/best"
 _NOT_OVER = {"is_live": "is live now", "is_upcoming": "has not started yet", "post_live": "has just ended"}
+# How site adapters say a page holds no recording (an article, a post without a video).
+_NO_RECORDING = re.compile(
+    r"no (?:video|media|audio)|no (?:video )?formats? found|unsupported url|unable to extract|"
+    r"does not (?:contain|have) (?:a |any )?(?:video|media)",
+    re.IGNORECASE,
+)
+# A probe reads a page, a player's script, an API answer or a manifest: its time is a few fetches'.
+_PROBE_FETCHES = 4
 # What the fingerprint is made of; a direct link adds its response's size and validators.
 _IDENTITY = ("extractor_key", "id", "webpage_url")
 _TIMES = ("duration", "timestamp", "upload_date", "release_timestamp", "modified_timestamp", "modified_date")
@@ -47,7 +56,8 @@ def ydl_params(**more: Any) -> dict[str, Any]:
     return {
         "quiet": True, "no_warnings": True, "noprogress": True, "logger": log, "color": "never",
         "cachedir": False, "noplaylist": True, "format": _FORMAT, "check_formats": False,
-        "extractor_retries": 1, "retries": 2, "fragment_retries": 2, "postprocessors": [],
+        "extractor_retries": 1, "retries": 2, "fragment_retries": 2, "skip_unavailable_fragments": False,
+        "postprocessors": [],
         **more,
     }
 
@@ -116,12 +126,16 @@ def probe(url: str, policy: FetchPolicy, *, max_seconds: int) -> MediaProbe:
     (URL_BLOCKED, FETCH_*), MEDIA_LIVE, MEDIA_DRM, MEDIA_PLAYLIST, MEDIA_TOO_LONG or
     MEDIA_UNAVAILABLE (the site's reason).
     """
-    guard = RequestGuard(policy, policy.max_bytes)  # pages and manifests: a web page's cap
+    # Pages, player scripts and manifests: a web page's size cap, and a few pages' time.
+    guard = RequestGuard(policy, policy.max_bytes, within_s=_PROBE_FETCHES * policy.timeout_s)
     try:
-        with GuardedYoutubeDL(ydl_params(), guard) as ydl:
+        with GuardedYoutubeDL(ydl_params(extract_flat="in_playlist"), guard) as ydl:
             info = ydl.sanitize_info(ydl.extract_info(url, download=False))
     except YoutubeDLError as error:
-        raise guard.refusal or _probe_error(error) from None
+        raise guard.refusal or _probe_error(error, guard.failure) from None
+    except Exception:  # a site adapter's own bug (yt-dlp wraps only some): the address is still a page
+        log.warning("yt-dlp failed on %s", url, exc_info=True)
+        raise guard.refusal or NoMedia("the site adapter failed") from None
     finally:
         guard.close()
     _refuse_unplayable(info, max_seconds)
@@ -145,7 +159,7 @@ def fingerprint(info: dict[str, Any], direct_headers: dict[str, str]) -> str:
 
 
 def _refuse_unplayable(info: dict[str, Any], max_seconds: int) -> None:
-    if info.get("_type") == "playlist":
+    if info.get("_type") in ("playlist", "multi_video"):
         count = len(info.get("entries") or [])
         raise PipelineError("MEDIA_PLAYLIST", f"This address is a playlist of {count} recordings: add each recording's address.")
     not_over = _NOT_OVER.get(info.get("live_status") or ("is_live" if info.get("is_live") else ""))
@@ -162,15 +176,22 @@ def _refuse_unplayable(info: dict[str, Any], max_seconds: int) -> None:
             f"The recording plays {duration / 60:,.0f} minutes, over the {max_seconds / 60:,.0f}-minute "
             "limit (GNOSI_SPEECH_MAX_SECONDS).",
         )
+    if not info.get("url"):
+        raise PipelineError("MEDIA_UNAVAILABLE", "The site offers no single file with the recording's sound to download.")
 
 
-def _probe_error(error: YoutubeDLError) -> PipelineError | NoMedia:
+def _probe_error(error: YoutubeDLError, failure: PipelineError | None) -> PipelineError | NoMedia:
+    """What yt-dlp's error means: a connection that kept failing (``failure``), no recording at the
+    address (a page), DRM, the site's HTTP error, or the site's own reason."""
     cause = (getattr(error, "exc_info", None) or (None, error))[1]
     message = remove_terminal_sequences(str(error)).removeprefix("ERROR: ").strip()
-    if isinstance(cause, UnsupportedError) or "No video formats found" in message:
+    links = (cause, getattr(cause, "cause", None))
+    if failure is not None and any(isinstance(link, TransportError) for link in links):
+        return failure
+    if isinstance(cause, UnsupportedError) or _NO_RECORDING.search(message):
         return NoMedia(message)
-    answered = cause if isinstance(cause, HTTPError) else getattr(cause, "cause", None)
-    if isinstance(answered, HTTPError):
+    answered = next((link for link in links if isinstance(link, HTTPError)), None)
+    if answered is not None:
         return PipelineError("FETCH_HTTP_ERROR", f"The site answered HTTP {answered.status} for the recording.")
     if "DRM" in message:
         return PipelineError("MEDIA_DRM", "The site protects this recording with DRM: it cannot be downloaded to transcribe.")

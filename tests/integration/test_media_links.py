@@ -1,7 +1,8 @@
 """A direct media link through the whole service (Redis, the web process, a worker process, real
 yt-dlp and faster-whisper): probed and downloaded once, transcribed, cited to the moment; a
 refresh with its metadata unchanged downloads nothing and records an audit outcome; a changed
-recording is downloaded and transcribed again; a live stream is refused with its reason."""
+recording is downloaded and transcribed again, a new chunking recipe only probes it; a live
+stream is refused with its reason."""
 from __future__ import annotations
 
 import time
@@ -13,7 +14,7 @@ from pipeline.speech.models import missing
 from pipeline.speech.settings import SpeechSettings
 from support.live import Deployment, deployment
 from support.media_server import LIVE_PLAYLIST, Served, media_server
-from support.services import CORPUS, require
+from support.services import CORPUS, require, stop
 from support.vault import VaultBuilder
 
 pytestmark = pytest.mark.integration
@@ -80,3 +81,18 @@ def test_a_media_link_is_downloaded_once_and_again_only_when_it_changes(tmp_path
             assert talk.requests[3:] == ["GET", "GET"], talk.requests
             assert 58 < _source(d, notebook_id, "talk")["duration_seconds"] < 61
             assert d.query("SELECT outcome FROM audit_outcomes WHERE resource_id = 'talk' ORDER BY id")[-1] == ("changed",)
+
+            # A new chunking recipe: the due recording is probed, not downloaded, and chunked again
+            # from its cached transcript.
+            d.env.update(GNOSI_CHUNK_MAX_CHARS="500", GNOSI_CHUNK_OVERLAP_CHARS="50")
+            d.kill_worker("w")
+            stop(d.web)
+            d.start_web()
+            d.start_worker("w", concurrency=1)
+            time.sleep(2.2)
+            asked = len(talk.requests)
+            revision = _refresh(d, notebook_id)["active_revision"]["id"]
+            assert talk.requests[asked:] == ["GET"], "a recording was downloaded again for a new chunking recipe"
+            assert d.query("SELECT chunking FROM sources WHERE revision_id = ? AND resource_id = 'talk'", revision) == [
+                ("chunks 500/50; vectors hashing-v1",)
+            ]

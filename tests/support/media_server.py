@@ -16,13 +16,15 @@ LIVE_PLAYLIST = b"#EXTM3U\n#EXT-X-VERSION:3\n#EXT-X-TARGETDURATION:6\n#EXT-X-MED
 
 @dataclass
 class Served:
-    """One thing the server answers with; ``requests`` lists the methods asked of it, in order."""
+    """One thing the server answers with; ``requests`` lists the methods asked of it, in order,
+    ``headers`` the headers of each request (names in lower case)."""
 
     body: bytes
     content_type: str
     version: int = 1
     location: str | None = None  # a redirect to this address instead of the body
     requests: list[str] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
 
     def replace(self, body: bytes) -> None:
         self.body = body
@@ -52,6 +54,7 @@ def media_server(files: dict[str, Served]) -> Iterator[str]:
                 self.send_error(404)
                 return
             served.requests.append(self.command)
+            served.headers.append({name.lower(): value for name, value in self.headers.items()})
             if served.location is not None:
                 self.send_response(302)
                 self.send_header("Location", served.location)

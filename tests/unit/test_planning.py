@@ -86,6 +86,13 @@ def test_a_new_chunking_recipe_chunks_again_from_the_cached_extraction() -> None
     assert plans[2].validators == {}  # a 304 would keep the old chunks: fetched in full, found in the cache by its hash
 
 
+def test_a_due_recording_under_a_new_recipe_is_probed_and_chunked_from_its_cached_extraction() -> None:
+    """Not downloaded (up to hundreds of MB) only to find the same bytes in the cache."""
+    prev = previous(URL_DUE, media_fingerprint="m1", content_hash="c1", checked_at=NOW - timedelta(days=1))
+    [due] = plan([Observed(URL_DUE)], prev, chunking="chunks 800/100; vectors hashing-v1")
+    assert (due.action, due.validators, due.cached_extraction) == ("extract", {"media_fingerprint": "m1"}, "e-r3")
+
+
 def test_a_touched_attachment_is_reused_and_its_new_stat_reported() -> None:
     prev = previous(PDF, file_size=10, file_mtime_ns=1)
     same = plan([Observed(PDF, "f1", 10, 1)], prev)

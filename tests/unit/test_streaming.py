@@ -3,13 +3,14 @@ fingerprint, the download under the SSRF guard and the caps, live streams refuse
 that plays a recording from the cited second."""
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 
 import pytest
 
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits
-from pipeline.fetch import FetchPolicy
+from pipeline.fetch import FetchPolicy, open_url
 from pipeline.source_processing import ReadSource, Unchanged, extract_read, read_source
 from pipeline.streaming.download import StreamLimits, download
 from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
@@ -21,6 +22,8 @@ from support.services import CORPUS
 TALK = (CORPUS / "audio" / "sample_10s.mp3").read_bytes()
 LOCAL = FetchPolicy(allowlist=("127.0.0.1",))
 LONG = 3 * 3600
+# An HLS recording that has ended (#EXT-X-ENDLIST): two segments, the two halves of the talk.
+VOD_PLAYLIST = b"#EXTM3U\n#EXT-X-TARGETDURATION:6\n#EXTINF:5.0,\npart1.mp3\n#EXTINF:5.0,\npart2.mp3\n#EXT-X-ENDLIST\n"
 SUBTITLES = b"""WEBVTT
 
 00:00:00.000 --> 00:00:04.000
@@ -44,6 +47,9 @@ def served() -> Iterator[tuple[str, dict[str, Served]]]:
         "talk.mp3": Served(TALK, "audio/mpeg"),
         "live.m3u8": Served(LIVE_PLAYLIST, "application/vnd.apple.mpegurl"),
         "moved.mp3": redirect("http://169.254.169.254/latest/meta-data.mp3"),
+        "vod.m3u8": Served(VOD_PLAYLIST, "application/vnd.apple.mpegurl"),
+        "part1.mp3": Served(TALK[: len(TALK) // 2], "audio/mpeg"),
+        "part2.mp3": Served(TALK[len(TALK) // 2 :], "audio/mpeg"),
         "player.html": _player_page("en"),
         "bilingual.html": _player_page("en", "de"),
         "talk.en.vtt": Served(SUBTITLES, "text/vtt"),
@@ -103,6 +109,17 @@ def test_a_malformed_subtitles_file_fails_with_its_code() -> None:
     assert malformed.value.code == "SUBTITLES_INVALID"
 
 
+def test_a_streamed_recording_is_downloaded_segment_by_segment_through_the_guard(served: tuple[str, dict[str, Served]]) -> None:
+    base, files = served
+    found = probe(f"{base}/vod.m3u8", LOCAL, max_seconds=LONG)
+    assert (found.duration, found.info["protocol"]) == (10, "m3u8_native")
+    assert download(found, LOCAL, StreamLimits()) == TALK
+    assert (files["part1.mp3"].requests, files["part2.mp3"].requests) == (["GET"], ["GET"])
+    with pytest.raises(PipelineError) as refused:
+        probe(f"{base}/vod.m3u8", LOCAL, max_seconds=9)
+    assert refused.value.code == "MEDIA_TOO_LONG"
+
+
 def test_a_live_stream_is_refused_with_its_reason(served: tuple[str, dict[str, Served]]) -> None:
     base, files = served
     with pytest.raises(PipelineError) as refused:
@@ -119,6 +136,37 @@ def test_every_request_of_yt_dlp_passes_the_address_policy(served: tuple[str, di
         probe(f"{base}/moved.mp3", LOCAL, max_seconds=LONG)
     assert redirected.value.code == "URL_BLOCKED" and "169.254.169.254" in redirected.value.message
     assert files["moved.mp3"].requests == ["GET"]
+
+
+def test_credentials_do_not_follow_a_redirect_to_another_origin() -> None:
+    """yt-dlp hands its handler a site's cookies (and a URL's user:password as Authorization)."""
+    landing = {"talk.mp3": Served(TALK, "audio/mpeg")}
+    with media_server(landing) as other:
+        hops = {"same.mp3": redirect("/talk.mp3"), "away.mp3": redirect(f"{other}/talk.mp3"), "talk.mp3": Served(TALK, "audio/mpeg")}
+        with media_server(hops) as base:
+            credentials = {"Cookie": "session=1", "Authorization": "Basic YTpi"}
+            for name in ("same.mp3", "away.mp3"):
+                with open_url(f"{base}/{name}", LOCAL, deadline=time.monotonic() + 10, headers=credentials) as opened:
+                    assert opened.response.status_code == 200
+    kept = hops["talk.mp3"].headers[0]
+    assert (kept.get("cookie"), kept.get("authorization")) == ("session=1", "Basic YTpi")
+    dropped = landing["talk.mp3"].headers[0]
+    assert "cookie" not in dropped and "authorization" not in dropped
+
+
+def test_a_page_that_no_longer_holds_a_recording_is_read_as_a_page(served: tuple[str, dict[str, Served]]) -> None:
+    base, files = served
+    files["player.html"].replace(b"<html><body><article><p>The talk has moved to the archive.</p></article></body></html>")
+    read = _read(f"{base}/player.html", {"media_fingerprint": "of an earlier check"})
+    assert isinstance(read, ReadSource) and read.inputs.mime == "text/html"
+    assert read.meta["media_fingerprint"] is None, "the next check would probe it again"
+
+
+def test_subtitles_that_cannot_be_fetched_are_transcribed_instead(served: tuple[str, dict[str, Served]]) -> None:
+    base, files = served
+    del files["talk.en.vtt"]
+    read = _read(f"{base}/player.html", {"media_fingerprint": "of an earlier check"})
+    assert isinstance(read, ReadSource) and read.data == TALK
 
 
 def test_downloads_obey_the_size_cap(served: tuple[str, dict[str, Served]]) -> None:
