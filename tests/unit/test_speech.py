@@ -19,7 +19,7 @@ from pipeline.speech.models import missing
 from pipeline.speech.settings import SpeechSettings
 from pipeline.speech.transcribing import speech_helper
 from pipeline.types import PipelineError, SourceRef
-from support.media_files import silent_film
+from support.media_files import silent_film, transcoded
 from support.services import CORPUS, require
 from support.speech_truth import recordings, word_error_rate
 
@@ -60,6 +60,18 @@ def test_an_english_recording_is_transcribed_with_the_words_said(recording) -> N
     assert all(s.locator["language"] == "en" and s.locator["transcript"] == "base" for s in extraction.segments)
     starts = [segment.locator["start"] for segment in extraction.segments]
     assert starts == sorted(starts) and extraction.segments[-1].locator["end"] <= extraction.duration_seconds + 0.01
+
+
+# The containers the corpus lacks, each with a codec it usually carries: the JFK clip re-encoded.
+CONTAINERS = [("jfk.ogg", "ogg", "libopus"), ("jfk.m4a", "ipod", "aac"), ("jfk.webm", "webm", "libopus"), ("jfk.mkv", "matroska", "flac")]
+
+
+@pytest.mark.parametrize(("name", "container", "codec"), CONTAINERS, ids=[name for name, *_ in CONTAINERS])
+def test_every_container_people_record_in_is_transcribed(name: str, container: str, codec: str) -> None:
+    [jfk] = [r for r in recordings() if r.path.name == "jfk.flac"]
+    extraction = _transcribe(name, data=transcoded(jfk.path, container, codec))
+    assert extraction.duration_seconds == pytest.approx(11, abs=0.1)
+    assert word_error_rate(jfk.reference, " ".join(s.text for s in extraction.segments)) <= 0.05
 
 
 def test_a_video_is_transcribed_from_its_sound_track_and_times_follow_the_speech() -> None:
