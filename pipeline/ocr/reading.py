@@ -25,7 +25,7 @@ from pipeline.extractors.clean_pages import DocumentPages
 from pipeline.ocr.locators import with_read_pages
 from pipeline.ocr.page_images import page_image
 from pipeline.sandbox import DecoderProcess, decoder
-from pipeline.sandbox.outcomes import MEMORY_LIMIT
+from pipeline.sandbox.outcomes import named_for
 from pipeline.types import Extraction, PipelineError
 
 # The engine stays loaded in the helper (easyocr's start costs seconds), so the helper is not
@@ -113,14 +113,11 @@ def _read(data: bytes, mime: str, number: int, limits: ExtractLimits) -> OcrPage
 def ocr_error(error: PipelineError, limits: ExtractLimits) -> PipelineError:
     """How the OCR helper's request ended, named for OCR and by the settings that move its limits
     (the helper's own words are about decoding documents)."""
-    if error.code == "EXTRACT_TIMEOUT":
-        return page_timeout(limits.ocr.page_timeout_seconds)
-    if error.code == MEMORY_LIMIT:
-        return PipelineError(
-            "OCR_MEMORY_LIMIT",
-            f"OCR of the page needed more than {limits.ocr.memory_mb:,} MB (raise GNOSI_OCR_MEMORY_MB).",
-        )
-    if error.code == "EXTRACT_CRASHED":
-        reworded = error.message.replace("The decoder crashed on this file", "The OCR engine crashed on this page")
-        return PipelineError("OCR_CRASHED", reworded)
-    return error
+    return named_for(
+        error,
+        timeout=page_timeout(limits.ocr.page_timeout_seconds),
+        memory=PipelineError(
+            "OCR_MEMORY_LIMIT", f"OCR of the page needed more than {limits.ocr.memory_mb:,} MB (raise GNOSI_OCR_MEMORY_MB)."
+        ),
+        crashed=("OCR_CRASHED", "The OCR engine crashed on this page"),
+    )

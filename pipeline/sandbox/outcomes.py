@@ -40,4 +40,21 @@ def death(status: int, *, grew: int, memory_mb: int) -> PipelineError:
         how = signal.strsignal(os.WTERMSIG(status)) or f"signal {os.WTERMSIG(status)}"
     else:
         how = f"exit status {os.WEXITSTATUS(status)}"
-    return PipelineError("EXTRACT_CRASHED", f"The decoder crashed on this file ({how}); the file is probably damaged.")
+    return PipelineError("EXTRACT_CRASHED", f"{CRASHED_WORDS} ({how}); the file is probably damaged.")
+
+
+CRASHED_WORDS = "The decoder crashed on this file"
+
+
+def named_for(error: PipelineError, *, timeout: PipelineError, memory: PipelineError, crashed: tuple[str, str]) -> PipelineError:
+    """How a helper's request ended, named for the work another helper (OCR, speech) does with the
+    decoder's machinery: its own timeout and memory errors (naming its settings), and a crash as
+    ``crashed`` (code, words in place of "The decoder crashed on this file")."""
+    if error.code == "EXTRACT_TIMEOUT":
+        return timeout
+    if error.code == MEMORY_LIMIT:
+        return memory
+    if error.code == "EXTRACT_CRASHED":
+        code, words = crashed
+        return PipelineError(code, error.message.replace(CRASHED_WORDS, words))
+    return error

@@ -22,7 +22,7 @@ import numpy as np
 
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.sandbox import DecoderProcess
-from pipeline.sandbox.outcomes import MEMORY_LIMIT
+from pipeline.sandbox.outcomes import named_for
 from pipeline.speech.models import label, missing, whisper
 from pipeline.speech.settings import SpeechSettings
 from pipeline.types import Extraction, PipelineError, Segment
@@ -107,20 +107,19 @@ def _read(settings: SpeechSettings, samples: np.ndarray, language: str | None) -
 
 def _speech_error(error: PipelineError, settings: SpeechSettings) -> PipelineError:
     """How the helper's request ended, named for transcription and the settings that move its limits."""
-    if error.code == "EXTRACT_TIMEOUT":
-        return PipelineError(
+    return named_for(
+        error,
+        timeout=PipelineError(
             "TRANSCRIPTION_TIMEOUT",
             f"A window of speech took over {settings.window_timeout_seconds} s to transcribe "
             "(raise GNOSI_SPEECH_WINDOW_TIMEOUT_SECONDS).",
-        )
-    if error.code == MEMORY_LIMIT:
-        return PipelineError(
+        ),
+        memory=PipelineError(
             "TRANSCRIPTION_MEMORY_LIMIT",
             f"Transcription needed more than {settings.memory_mb:,} MB (raise GNOSI_SPEECH_MEMORY_MB).",
-        )
-    if error.code == "EXTRACT_CRASHED":
-        return PipelineError("TRANSCRIPTION_CRASHED", error.message.replace("The decoder crashed on this file", "The speech model crashed"))
-    return error
+        ),
+        crashed=("TRANSCRIPTION_CRASHED", "The speech model crashed"),
+    )
 
 
 class Unheard(NamedTuple):
