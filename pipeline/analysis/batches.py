@@ -1,0 +1,45 @@
+"""Bounded batches: what one map or reduce step may read.
+
+A batch holds at most ``max_items`` inputs and ``max_chars`` characters of their text; inputs keep
+their order (a document's chunks stay together, so a summary reads like the source). An input
+larger than ``max_chars`` alone is refused: the bound is a promise about every step's input.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class BatchBounds:
+    """``max_items`` chunks (map) or points (reduce) and ``max_chars`` characters per step; the
+    defaults hold forty chunks of the default 1,200 characters, about 6,000 tokens."""
+
+    max_items: int = 40
+    max_chars: int = 48_000
+
+    def __post_init__(self) -> None:
+        if self.max_items < 2 or self.max_chars < 1:
+            raise ValueError("a batch must hold at least two inputs and one character")
+
+
+def batches(items: Sequence[T], size: Callable[[T], int], bounds: BatchBounds) -> list[list[T]]:
+    """``items`` cut, in order, into batches within ``bounds`` (each as full as it can be)."""
+    cut: list[list[T]] = []
+    current: list[T] = []
+    chars = 0
+    for item in items:
+        length = size(item)
+        if length > bounds.max_chars:
+            raise ValueError(f"an input of {length:,} characters is larger than a batch ({bounds.max_chars:,})")
+        if current and (len(current) == bounds.max_items or chars + length > bounds.max_chars):
+            cut.append(current)
+            current, chars = [], 0
+        current.append(item)
+        chars += length
+    if current:
+        cut.append(current)
+    return cut
