@@ -1,8 +1,8 @@
 """Which revisions a notebook keeps, and deleting the rest (rows, FTS entries, vectors).
 
 Kept: the active revision, the newest N complete ones, the newest M audit revisions (checks that
-found nothing new), every revision a chat message answered from, and any draft of a job still
-running. Cancelled and failed drafts were never
+found nothing new), every revision a chat message answered from or an analysis reads, and any
+draft of a job still running. Cancelled and failed drafts were never
 visible and go at once. Deleting a source cascades to the chunks stored for it and their vectors;
 the FTS5 delete trigger removes the index entries.
 
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.orm import Session
 
-from storage import conversations
+from storage import analyses, conversations
 from storage.jobs import ACTIVE_STATES
 from storage.models import AuditOutcome, Job, Notebook, Revision, Source, in_notebook
 
@@ -45,7 +45,7 @@ def apply(session: Session, notebook: Notebook, *, completed_keep: int, audit_ke
     ).all()
     complete = [r.id for r in revisions if r.state == "complete"][:completed_keep]
     audit = [r.id for r in revisions if r.state == "audit"][:audit_keep]
-    pinned = conversations.pinned_revisions(session, notebook)
+    pinned = conversations.pinned_revisions(session, notebook) | analyses.pinned_revisions(session, notebook)
     keep = {notebook.active_revision_id, *running_drafts, *complete, *audit, *pinned}
     doomed = [r.id for r in revisions if r.id not in keep]
     released = _delete(session, doomed, kept=[r.id for r in revisions if r.id in keep]) if doomed else Released()

@@ -38,6 +38,15 @@ class Point:
     score: float = 0.0
     order: tuple[int, int] = (0, 0)
 
+    def to_dict(self) -> dict[str, Any]:
+        return {"text": self.text, "chunk_ids": list(self.chunk_ids), "resource_id": self.resource_id,
+                "score": self.score, "order": list(self.order)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Point":
+        order = data.get("order") or (0, 0)
+        return cls(data["text"], tuple(data["chunk_ids"]), data["resource_id"], data.get("score", 0.0), (order[0], order[1]))
+
 
 @dataclass(frozen=True)
 class Summary:

@@ -1,0 +1,110 @@
+"""Durable analyses: one is started pinned to its notebook's active revision, its parts are stored
+as its map and reduce steps finish (a part stored twice keeps the first: a step run again after a
+worker died finds its work done), and retention keeps every revision an analysis reads."""
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from pipeline.analysis.types import Focus, Point
+from storage.models import Analysis, AnalysisPart, Notebook, in_notebook, utcnow
+
+ACTIVE_STATES = ("queued", "running", "cancelling")
+
+
+def start(
+    session: Session, notebook: Notebook, *, requested_by: str | None, focus: Focus, source_ids: list[str], engine: str
+) -> Analysis:
+    """A queued analysis of ``notebook``'s active revision (the caller checked there is one)."""
+    if notebook.active_revision_id is None:
+        raise ValueError(f"notebook {notebook.id} has no active revision to analyse")
+    analysis = Analysis(
+        vault_hash=notebook.vault_hash, workspace_id=notebook.workspace_id, notebook_id=notebook.id,
+        revision_id=notebook.active_revision_id, requested_by=requested_by, kind=focus.kind,
+        instruction=focus.instruction, source_ids=list(source_ids), engine=engine, state="queued", levels=[],
+    )
+    session.add(analysis)
+    session.flush()
+    return analysis
+
+
+def get(session: Session, notebook: Notebook, analysis_id: str) -> Analysis | None:
+    """The analysis if it belongs to ``notebook`` (an id of another notebook or workspace is none)."""
+    return session.scalar(select(Analysis).where(in_notebook(Analysis, notebook), Analysis.id == analysis_id))
+
+
+def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0) -> list[Analysis]:
+    """The notebook's analyses, newest first."""
+    query = select(Analysis).where(in_notebook(Analysis, notebook)).order_by(Analysis.created_at.desc(), Analysis.id)
+    return list(session.scalars(query.limit(limit).offset(offset)))
+
+
+def focus_of(analysis: Analysis) -> Focus:
+    return Focus(analysis.kind, analysis.instruction)
+
+
+def record_part(
+    session: Session, analysis: Analysis, *, level: int, ordinal: int, reads: list[object], input_items: int,
+    input_chars: int, points: list[Point],
+) -> AnalysisPart:
+    """Store one step's output, or return the one stored already for that step."""
+    existing = part(session, analysis.id, level, ordinal)
+    if existing is not None:
+        return existing
+    stored = AnalysisPart(
+        analysis_id=analysis.id, level=level, ordinal=ordinal, reads=list(reads), input_items=input_items,
+        input_chars=input_chars, points=[point.to_dict() for point in points],
+    )
+    try:
+        with session.begin_nested():
+            session.add(stored)
+    except IntegrityError:  # another worker stored it first (a resent step ran twice at once)
+        found = part(session, analysis.id, level, ordinal)
+        assert found is not None
+        return found
+    return stored
+
+
+def part(session: Session, analysis_id: str, level: int, ordinal: int) -> AnalysisPart | None:
+    return session.scalar(
+        select(AnalysisPart).where(
+            AnalysisPart.analysis_id == analysis_id, AnalysisPart.level == level, AnalysisPart.ordinal == ordinal
+        )
+    )
+
+
+def parts(session: Session, analysis_id: str, level: int) -> list[AnalysisPart]:
+    """One level's stored parts, by ordinal."""
+    query = select(AnalysisPart).where(AnalysisPart.analysis_id == analysis_id, AnalysisPart.level == level)
+    return list(session.scalars(query.order_by(AnalysisPart.ordinal)))
+
+
+def points_of(stored: AnalysisPart) -> list[Point]:
+    return [Point.from_dict(point) for point in stored.points]
+
+
+def finish(analysis: Analysis, points: list[Point]) -> None:
+    analysis.state = "succeeded"
+    analysis.result = {"points": [point.to_dict() for point in points]}
+    analysis.finished_at = utcnow()
+
+
+def fail(analysis: Analysis, code: str, message: str) -> None:
+    analysis.state = "failed"
+    analysis.error_code, analysis.error = code, message[:500]
+    analysis.finished_at = utcnow()
+
+
+def request_cancel(analysis: Analysis) -> str:
+    """Ask an analysis to stop: a queued one is cancelled now, a running one at its next step."""
+    if analysis.state == "queued":
+        analysis.state, analysis.finished_at = "cancelled", utcnow()
+    elif analysis.state == "running":
+        analysis.state = "cancelling"
+    return analysis.state
+
+
+def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
+    """Revisions of ``notebook`` that an analysis reads or read: kept while the analysis exists."""
+    return set(session.scalars(select(Analysis.revision_id).where(in_notebook(Analysis, notebook))))
