@@ -1,10 +1,15 @@
-"""Durable analyses: one is started pinned to its notebook's active revision, its parts are stored
-as its map and reduce steps finish (a part stored twice keeps the first: a step run again after a
-worker died finds its work done), and retention keeps every revision an analysis reads."""
+"""Durable analyses: one is started pinned to its notebook's active revision; each level's steps are
+planned (stored with what they read) before any runs and filled in as they finish (a step run again
+after a worker died finds its work done); retention keeps every revision an analysis reads.
+
+Planning a level is a compare-and-set on the analysis's list of levels, inside the caller's write
+transaction: of two workers finishing a level's last steps at once, one plans the next level."""
 from __future__ import annotations
 
-from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pipeline.analysis.types import Focus, Point
@@ -44,26 +49,26 @@ def focus_of(analysis: Analysis) -> Focus:
     return Focus(analysis.kind, analysis.instruction)
 
 
-def record_part(
-    session: Session, analysis: Analysis, *, level: int, ordinal: int, reads: list[object], input_items: int,
-    input_chars: int, points: list[Point],
-) -> AnalysisPart:
-    """Store one step's output, or return the one stored already for that step."""
-    existing = part(session, analysis.id, level, ordinal)
-    if existing is not None:
-        return existing
-    stored = AnalysisPart(
-        analysis_id=analysis.id, level=level, ordinal=ordinal, reads=list(reads), input_items=input_items,
-        input_chars=input_chars, points=[point.to_dict() for point in points],
-    )
-    try:
-        with session.begin_nested():
-            session.add(stored)
-    except IntegrityError:  # another worker stored it first (a resent step ran twice at once)
-        found = part(session, analysis.id, level, ordinal)
-        assert found is not None
-        return found
-    return stored
+@dataclass(frozen=True)
+class PlannedPart:
+    """One step of a level before it runs: what it reads and how much that is."""
+
+    reads: list[Any]
+    input_items: int
+    input_chars: int
+
+
+def plan_level(session: Session, analysis: Analysis, level: int, planned: list[PlannedPart]) -> bool:
+    """Store a level's steps, unless another worker planned it first (False then)."""
+    if len(analysis.levels) != level:
+        return False
+    for ordinal, step in enumerate(planned):
+        session.add(AnalysisPart(
+            analysis_id=analysis.id, level=level, ordinal=ordinal, reads=list(step.reads),
+            input_items=step.input_items, input_chars=step.input_chars, points=None,
+        ))
+    analysis.levels = [*analysis.levels, len(planned)]
+    return True
 
 
 def part(session: Session, analysis_id: str, level: int, ordinal: int) -> AnalysisPart | None:
@@ -75,13 +80,30 @@ def part(session: Session, analysis_id: str, level: int, ordinal: int) -> Analys
 
 
 def parts(session: Session, analysis_id: str, level: int) -> list[AnalysisPart]:
-    """One level's stored parts, by ordinal."""
+    """One level's parts, by ordinal."""
     query = select(AnalysisPart).where(AnalysisPart.analysis_id == analysis_id, AnalysisPart.level == level)
     return list(session.scalars(query.order_by(AnalysisPart.ordinal)))
 
 
+def complete(stored: AnalysisPart, points: list[Point]) -> bool:
+    """Fill in a step's result, unless it was filled in already (a step run twice keeps the first)."""
+    if stored.points is not None:
+        return False
+    stored.points = [point.to_dict() for point in points]
+    return True
+
+
 def points_of(stored: AnalysisPart) -> list[Point]:
-    return [Point.from_dict(point) for point in stored.points]
+    return [Point.from_dict(point) for point in stored.points or []]
+
+
+def progress(session: Session, analysis: Analysis) -> list[dict[str, int]]:
+    """Steps done of each planned level, map first."""
+    done = dict(session.execute(
+        select(AnalysisPart.level, func.count()).where(AnalysisPart.analysis_id == analysis.id, AnalysisPart.points.is_not(None))
+        .group_by(AnalysisPart.level)
+    ).all())
+    return [{"level": level, "done": done.get(level, 0), "total": total} for level, total in enumerate(analysis.levels)]
 
 
 def finish(analysis: Analysis, points: list[Point]) -> None:

@@ -182,6 +182,22 @@ def chunks_by_pk(
     return {chunk.id: _to_evidence(chunk, source) for chunk, source in rows}
 
 
+def revision_chunks(
+    session: Session, notebook: Notebook, revision_id: str, *, source_ids: list[str] | None = None,
+    chunk_ids: list[str] | None = None,
+) -> list[tuple[EvidenceChunk, int]]:
+    """The chunks ``revision_id`` serves of the notebook's current members (of ``source_ids`` or
+    the named ``chunk_ids`` only, when given) with their ordinals, in reading order: resource by
+    resource, each source's chunks in order."""
+    query = _evidence_query(notebook, revision_id)
+    if source_ids:
+        query = query.where(Source.id.in_(source_ids))
+    if chunk_ids is not None:
+        query = query.where(Chunk.chunk_id.in_(chunk_ids))
+    rows = session.execute(query.order_by(Chunk.resource_id, Source.id, Chunk.ordinal)).all()
+    return [(_to_evidence(chunk, source), chunk.ordinal) for chunk, source in rows]
+
+
 def chunk_in_revision(
     session: Session, notebook: Notebook, revision_id: str, chunk_id: str
 ) -> EvidenceChunk | None:

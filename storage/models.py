@@ -387,9 +387,9 @@ class Analysis(Scoped, Base):
 
 
 class AnalysisPart(Base):
-    """One map or reduce step's output. ``reads``: the chunk ids a map step read, or the ordinals
-    of the parts one level down a reduce step read; what it read was within the batch bounds
-    (``input_items``, ``input_chars`` say how much)."""
+    """One map or reduce step, planned with what it reads (``reads``: the chunk ids of a map step,
+    or the ordinals of the parts one level down a reduce step reads) within the batch bounds
+    (``input_items``, ``input_chars`` say how much); ``points`` is None until it ran."""
 
     __tablename__ = "analysis_parts"
     __table_args__ = (UniqueConstraint("analysis_id", "level", "ordinal"),)
@@ -400,7 +400,7 @@ class AnalysisPart(Base):
     reads: Mapped[list[Any]] = mapped_column(default=list)
     input_items: Mapped[int] = mapped_column(Integer)
     input_chars: Mapped[int] = mapped_column(Integer)
-    points: Mapped[list[Any]] = mapped_column(default=list)
+    points: Mapped[list[Any] | None] = mapped_column(JSON(none_as_null=True))
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
 
 

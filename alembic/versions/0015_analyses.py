@@ -2,9 +2,9 @@
 
 An analysis is pinned to one revision of its notebook and computed as map steps over bounded
 batches of that revision's chunks, then reduce steps until one part remains (pipeline.analysis).
-Every part is kept with what it read (the chunks of a map step, the parts of a reduce step), so a
-restarted worker resumes from the parts already stored and the result's citations resolve through
-the evidence endpoint like chat's.
+Each level's parts are planned (what each reads: the chunks of a map step, the parts of a reduce
+step) before any runs, and filled in as they finish, so a restarted worker runs only the parts
+left and the result's citations resolve through the evidence endpoint like chat's.
 
 Revision ID: 0015
 Revises: 0014
@@ -54,7 +54,7 @@ def upgrade() -> None:
         sa.Column("reads", sa.JSON, nullable=False),
         sa.Column("input_items", sa.Integer, nullable=False),
         sa.Column("input_chars", sa.Integer, nullable=False),
-        sa.Column("points", sa.JSON, nullable=False),
+        sa.Column("points", sa.JSON, nullable=True),
         sa.Column("created_at", sa.DateTime, nullable=False),
         sa.UniqueConstraint("analysis_id", "level", "ordinal"),
     )

@@ -26,20 +26,24 @@ class BatchBounds:
             raise ValueError("a batch must hold at least two inputs and one character")
 
 
-def batches(items: Sequence[T], size: Callable[[T], int], bounds: BatchBounds) -> list[list[T]]:
-    """``items`` cut, in order, into batches within ``bounds`` (each as full as it can be)."""
+def batches(
+    items: Sequence[T], size: Callable[[T], int], bounds: BatchBounds, count: Callable[[T], int] = lambda item: 1
+) -> list[list[T]]:
+    """``items`` cut, in order, into batches within ``bounds`` (each as full as it can be);
+    ``count`` says how many inputs an item is (a summary is as many as its points)."""
     cut: list[list[T]] = []
     current: list[T] = []
-    chars = 0
+    chars = held = 0
     for item in items:
-        length = size(item)
-        if length > bounds.max_chars:
-            raise ValueError(f"an input of {length:,} characters is larger than a batch ({bounds.max_chars:,})")
-        if current and (len(current) == bounds.max_items or chars + length > bounds.max_chars):
+        length, many = size(item), count(item)
+        if length > bounds.max_chars or many > bounds.max_items:
+            raise ValueError(f"an input of {length:,} characters ({many} items) is larger than a batch")
+        if current and (held + many > bounds.max_items or chars + length > bounds.max_chars):
             cut.append(current)
-            current, chars = [], 0
+            current, chars, held = [], 0, 0
         current.append(item)
         chars += length
+        held += many
     if current:
         cut.append(current)
     return cut

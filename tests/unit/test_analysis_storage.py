@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from pipeline.analysis.types import Focus, Point
 from storage import analyses, retention
+from storage.analyses import PlannedPart
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Analysis, AnalysisPart, Notebook, Revision
@@ -41,12 +42,14 @@ def test_an_analysis_is_pinned_to_the_active_revision_and_its_parts_are_stored_o
         analysis = analyses.get(session, notebook, analysis_id)
         assert analysis is not None and analysis.revision_id == notebook.active_revision_id
         assert analyses.focus_of(analysis) == Focus("timeline", "dates") and analysis.state == "queued"
-        first = analyses.record_part(session, analysis, level=0, ordinal=0, reads=["c1", "c2"], input_items=2,
-                                     input_chars=900, points=[POINT])
-        again = analyses.record_part(session, analysis, level=0, ordinal=0, reads=["c9"], input_items=1,
-                                     input_chars=10, points=[])
-        assert again.id == first.id and again.reads == ["c1", "c2"], "a step run again keeps the first result"
-        assert [analyses.points_of(p) for p in analyses.parts(session, analysis_id, 0)] == [[POINT]]
+        planned = [PlannedPart(["c1", "c2"], 2, 900), PlannedPart(["c3"], 1, 450)]
+        assert analyses.plan_level(session, analysis, 0, planned)
+        assert not analyses.plan_level(session, analysis, 0, planned), "a level is planned once"
+        first = analyses.part(session, analysis_id, 0, 0)
+        assert first.reads == ["c1", "c2"] and first.points is None
+        assert analyses.complete(first, [POINT]) and not analyses.complete(first, []), "a step run again keeps the first result"
+        assert [analyses.points_of(p) for p in analyses.parts(session, analysis_id, 0)] == [[POINT], []]
+        assert analyses.progress(session, analysis) == [{"level": 0, "done": 1, "total": 2}]
 
 
 def test_an_analysis_is_found_only_through_its_own_notebook(db: Database) -> None:
@@ -82,7 +85,7 @@ def test_deleting_a_notebook_deletes_its_analyses_and_their_parts(db: Database) 
     analysis_id = _start(db, notebook_id)
     with db.session() as session:
         analysis = session.get(Analysis, analysis_id)
-        analyses.record_part(session, analysis, level=0, ordinal=0, reads=["c1"], input_items=1, input_chars=10, points=[POINT])
+        analyses.plan_level(session, analysis, 0, [PlannedPart(["c1"], 1, 10)])
     with db.session() as session:
         session.delete(session.get(Notebook, notebook_id))
     with db.reader() as session:

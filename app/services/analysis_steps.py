@@ -1,0 +1,82 @@
+"""The steps of one durable analysis, as its tasks run them (the tasks only wire these to Celery).
+
+``next_steps`` plans what is due and says which steps are left: the map level from the pinned
+revision's chunks (the notebook's current members, the chosen sources), then each reduce level
+from the summaries below it, until one summary remains and is the result. ``run_step`` runs one
+step from what its plan says it reads, and only if it has not run yet.
+"""
+from __future__ import annotations
+
+from sqlalchemy.orm import Session
+
+from pipeline.analysis.batches import BatchBounds, batches
+from pipeline.analysis.offline import map_batch, ordered, reduce_summaries
+from pipeline.analysis.types import Passage, Summary
+from storage import analyses, evidence
+from storage.analyses import PlannedPart
+from storage.models import Analysis, AnalysisPart, Notebook
+
+# Points a map step keeps of its batch, and a reduce step of its summaries (the result's length).
+MAP_POINTS = 8
+REDUCE_POINTS = 12
+
+
+def points_per_step(bounds: BatchBounds) -> tuple[int, int]:
+    """A reduce batch must hold two summaries, or a level would not shrink."""
+    most = max(1, bounds.max_items // 2)
+    return min(MAP_POINTS, most), min(REDUCE_POINTS, most)
+
+
+def next_steps(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:
+    """The (level, ordinal) steps left at the current level, planning the next level when the
+    current one is done and finishing the analysis when one summary remains."""
+    if not analysis.levels and not _plan_map(session, notebook, analysis, bounds):
+        return []
+    level = len(analysis.levels) - 1
+    current = analyses.parts(session, analysis.id, level)
+    left = [(level, part.ordinal) for part in current if part.points is None]
+    if left:
+        return left
+    if len(current) == 1:
+        analyses.finish(analysis, ordered(Summary(analyses.points_of(current[0]), ()), analyses.focus_of(analysis)))
+        return []
+    grouped = batches(current, _chars, bounds, count=lambda part: len(part.points or []))
+    planned = [PlannedPart([part.ordinal for part in group], sum(len(p.points or []) for p in group), sum(map(_chars, group)))
+               for group in grouped]
+    analyses.plan_level(session, analysis, level + 1, planned)
+    return [(level + 1, ordinal) for ordinal in range(len(planned))]
+
+
+def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds) -> bool:
+    """Run one planned step; False when it had run already (a resent message)."""
+    step = analyses.part(session, analysis.id, level, ordinal)
+    if step is None or step.points is not None:
+        return False
+    focus = analyses.focus_of(analysis)
+    map_points, reduce_points = points_per_step(bounds)
+    if level == 0:
+        found = _passages(session, notebook, analysis, chunk_ids=list(step.reads))
+        summary = map_batch(found, focus, map_points)
+    else:
+        below = [part for part in analyses.parts(session, analysis.id, level - 1) if part.ordinal in set(step.reads)]
+        summary = reduce_summaries([Summary(analyses.points_of(part), ()) for part in below], focus, reduce_points)
+    return analyses.complete(step, summary.points)
+
+
+def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> bool:
+    found = _passages(session, notebook, analysis)
+    if not found:
+        analyses.fail(analysis, "ANALYSIS_NO_EVIDENCE", "The chosen sources hold no text to analyse in this revision.")
+        return False
+    planned = [PlannedPart([p.chunk_id for p in batch], len(batch), sum(len(p.text) for p in batch))
+               for batch in batches(found, lambda passage: len(passage.text), bounds)]
+    return analyses.plan_level(session, analysis, 0, planned)
+
+
+def _passages(session: Session, notebook: Notebook, analysis: Analysis, chunk_ids: list[str] | None = None) -> list[Passage]:
+    rows = evidence.revision_chunks(session, notebook, analysis.revision_id, source_ids=analysis.source_ids, chunk_ids=chunk_ids)
+    return [Passage(chunk.chunk_id, chunk.resource_id, chunk.text, ordinal, chunk.locator) for chunk, ordinal in rows]
+
+
+def _chars(part: AnalysisPart) -> int:
+    return sum(len(point["text"]) for point in part.points or [])
