@@ -233,7 +233,7 @@ def _first_run_account(settings: Settings) -> None:
 
 @main.command(context_settings={"ignore_unknown_options": True})
 @click.option("-Q", "--queues", default=",".join(ALL_QUEUES), show_default=True,
-              help="coordinator: database steps; extract,chunk: an extract worker (no database).")
+              help="coordinator,analysis: database steps; extract,chunk: an extract worker (no database).")
 @click.option("-c", "--concurrency", default=2, show_default=True)
 @click.option("-B", "--beat", is_flag=True, help="Also run the job sweeper schedule (one worker only).")
 @click.argument("celery_args", nargs=-1, type=click.UNPROCESSED)

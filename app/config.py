@@ -14,6 +14,7 @@ from pathlib import Path
 from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.settings import ENGINE_CHOICES, OcrSettings
+from pipeline.analysis.batches import BatchBounds
 from pipeline.speech.settings import MODEL_CHOICES, SpeechSettings
 
 # The extraction caps' and chunking defaults live with them (their modules say why).
@@ -95,6 +96,7 @@ class Settings:
     extract_limits: ExtractLimits = _EXTRACT
     chunking: ChunkSettings = _CHUNKS
     job_max_attempts: int = 5
+    analysis_batch: BatchBounds = BatchBounds()
     ws_auth_seconds: int = 5
     ws_idle_seconds: int = 300
     ws_sockets_per_user: int = 8
@@ -171,6 +173,13 @@ class Settings:
                 overlap_chars=_int(env, "GNOSI_CHUNK_OVERLAP_CHARS", _CHUNKS.overlap_chars),
             ),
             job_max_attempts=_int(env, "GNOSI_JOB_MAX_ATTEMPTS", 5),
+            analysis_batch=BatchBounds(
+                max_items=_int(env, "GNOSI_ANALYSIS_BATCH_CHUNKS", BatchBounds.max_items),
+                max_chars=max(
+                    _int(env, "GNOSI_ANALYSIS_BATCH_CHARS", BatchBounds.max_chars),
+                    _int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars),  # a batch holds any one chunk
+                ),
+            ),
             ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
             ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),

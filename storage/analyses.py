@@ -7,6 +7,7 @@ transaction: of two workers finishing a level's last steps at once, one plans th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
@@ -130,3 +131,12 @@ def request_cancel(analysis: Analysis) -> str:
 def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
     """Revisions of ``notebook`` that an analysis reads or read: kept while the analysis exists."""
     return set(session.scalars(select(Analysis.revision_id).where(in_notebook(Analysis, notebook))))
+
+
+def recoverable(session: Session, *, queued_before: datetime) -> list[Analysis]:
+    """Analyses whose messages may be lost: queued for a while, or holding an expired lease."""
+    now = utcnow()
+    return list(session.scalars(select(Analysis).where(
+        ((Analysis.state == "queued") & (Analysis.created_at < queued_before))
+        | (Analysis.state.in_(("running", "cancelling")) & (Analysis.lease_expires_at < now))
+    )))

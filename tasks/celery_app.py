@@ -25,9 +25,13 @@ EXTRACT = "extract"
 # queue, every chunk message waited behind every extract order sent before it, so nothing was
 # indexed until all sources were extracted and a core stood idle meanwhile (docs/decisions/0008).
 CHUNK = "chunk"
+# Analysis steps (tasks.analysis) read notebooks.sqlite3, so workers that hold it run them: the
+# coordinator role. Their own queue, so that a long analysis (hundreds of map steps, each seconds
+# with a model) does not hold up ingestion's steps: a worker takes turns between its queues.
+ANALYSIS = "analysis"
 # The queues of a worker of each role: an extract worker reads and chunks sources.
-ROLE_QUEUES = {COORDINATOR: (COORDINATOR,), EXTRACT: (EXTRACT, CHUNK)}
-ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK)
+ROLE_QUEUES = {COORDINATOR: (COORDINATOR, ANALYSIS), EXTRACT: (EXTRACT, CHUNK)}
+ALL_QUEUES = (COORDINATOR, EXTRACT, CHUNK, ANALYSIS)
 # Tasks are acknowledged when they end (acks_late), and Redis hands a task that long unacknowledged
 # to another worker: an hour, by default, is less than OCR of a long scanned book takes (500 pages
 # at easyocr's 40 s), which would then be read twice at once. A worker that died is found by its
@@ -72,7 +76,9 @@ def celery_config(settings: Settings) -> dict:
         "worker_prefetch_multiplier": 1,
         "task_default_queue": COORDINATOR,
         "task_queues": tuple(Queue(name) for name in ALL_QUEUES),
-        "task_routes": {"ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": CHUNK}},
+        "task_routes": {
+            "ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": CHUNK}, "analysis.*": {"queue": ANALYSIS},
+        },
         "worker_hijack_root_logger": False,
         "beat_schedule": {
             "sweep-jobs": {"task": "sweep_jobs", "schedule": float(settings.sweep_interval_seconds)},
@@ -92,7 +98,8 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     if settings.embedded:
         settings.ensure_dirs()
     celery_app.set_default()
-    import tasks.ingest  # noqa: F401  (registers the shared tasks on this app)
+    import tasks.analysis  # noqa: F401  (registers the shared tasks on this app)
+    import tasks.ingest  # noqa: F401
     import tasks.sweeper  # noqa: F401
 
     app.extensions["celery"] = celery_app

@@ -11,10 +11,13 @@ from datetime import datetime
 from celery import shared_task
 
 from app.extensions import services
-from storage import heartbeats, ingestion, jobs
+from sqlalchemy.orm import Session
+
+from storage import analyses, heartbeats, ingestion, jobs
 from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook, utcnow
+from tasks.analysis import advance as advance_analysis
 from tasks.ingest import dispatch_ingest, lease, send_orders, write_vectors
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,9 @@ def sweep_jobs(lost_before: str | None = None) -> int:
                 orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
             else:
                 restart.append(job.id)
+        lost_analyses = _recoverable_analyses(session, queued_before, svc.settings.job_max_attempts)
+    for analysis_id in lost_analyses:
+        advance_analysis.delay(analysis_id, resend=True)
     for job_id, pending in orders.items():
         send_orders(job_id, pending)  # none left: only the activation was lost
     for job_id in restart:
@@ -59,7 +65,21 @@ def sweep_jobs(lost_before: str | None = None) -> int:
             write_vectors.delay(revision_id)
     except OSError:  # a broken disk must not stop the recovery above from running again
         log.exception("could not clean the evidence spool, the extraction cache or the vector files")
-    return len(orders) + len(restart)
+    return len(orders) + len(restart) + len(lost_analyses)
+
+
+def _recoverable_analyses(session: Session, queued_before: datetime, max_attempts: int) -> list[str]:
+    """Analyses to advance again (every step of their level still without a result is resent); one
+    resent ``max_attempts`` times ends: whatever kills its workers would kill the next one too."""
+    resend = []
+    for analysis in analyses.recoverable(session, queued_before=queued_before):
+        analysis.attempts += 1
+        analysis.lease_expires_at = utcnow() + lease()
+        if analysis.attempts > max_attempts:
+            analyses.fail(analysis, ingestion.ATTEMPTS_EXHAUSTED, ingestion.attempts_exhausted(max_attempts))
+        else:
+            resend.append(analysis.id)
+    return resend
 
 
 def _discard_finished_packs() -> None:

@@ -7,6 +7,8 @@ step from what its plan says it reads, and only if it has not run yet.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.orm import Session
 
 from pipeline.analysis.batches import BatchBounds, batches
@@ -27,24 +29,33 @@ def points_per_step(bounds: BatchBounds) -> tuple[int, int]:
     return min(MAP_POINTS, most), min(REDUCE_POINTS, most)
 
 
-def next_steps(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:
+@dataclass(frozen=True)
+class Due:
+    """The steps left at the current level, and whether this call planned that level (its steps
+    were never sent: the caller sends them; otherwise they are in flight already)."""
+
+    steps: list[tuple[int, int]]
+    planned_now: bool
+
+
+def next_steps(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> Due:
     """The (level, ordinal) steps left at the current level, planning the next level when the
     current one is done and finishing the analysis when one summary remains."""
-    if not analysis.levels and not _plan_map(session, notebook, analysis, bounds):
-        return []
+    if not analysis.levels:
+        return Due(_plan_map(session, notebook, analysis, bounds), True)
     level = len(analysis.levels) - 1
     current = analyses.parts(session, analysis.id, level)
     left = [(level, part.ordinal) for part in current if part.points is None]
     if left:
-        return left
+        return Due(left, False)
     if len(current) == 1:
         analyses.finish(analysis, ordered(Summary(analyses.points_of(current[0]), ()), analyses.focus_of(analysis)))
-        return []
+        return Due([], False)
     grouped = batches(current, _chars, bounds, count=lambda part: len(part.points or []))
     planned = [PlannedPart([part.ordinal for part in group], sum(len(p.points or []) for p in group), sum(map(_chars, group)))
                for group in grouped]
     analyses.plan_level(session, analysis, level + 1, planned)
-    return [(level + 1, ordinal) for ordinal in range(len(planned))]
+    return Due([(level + 1, ordinal) for ordinal in range(len(planned))], True)
 
 
 def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds) -> bool:
@@ -63,14 +74,15 @@ def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: in
     return analyses.complete(step, summary.points)
 
 
-def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> bool:
+def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:
     found = _passages(session, notebook, analysis)
     if not found:
         analyses.fail(analysis, "ANALYSIS_NO_EVIDENCE", "The chosen sources hold no text to analyse in this revision.")
-        return False
+        return []
     planned = [PlannedPart([p.chunk_id for p in batch], len(batch), sum(len(p.text) for p in batch))
                for batch in batches(found, lambda passage: len(passage.text), bounds)]
-    return analyses.plan_level(session, analysis, 0, planned)
+    analyses.plan_level(session, analysis, 0, planned)
+    return [(0, ordinal) for ordinal in range(len(planned))]
 
 
 def _passages(session: Session, notebook: Notebook, analysis: Analysis, chunk_ids: list[str] | None = None) -> list[Passage]:

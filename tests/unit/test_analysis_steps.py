@@ -62,7 +62,7 @@ def _run(db: Database, notebook_id: str, analysis_id: str, *, stop_after: int | 
     while True:
         with db.session() as session:
             notebook, analysis = session.get(Notebook, notebook_id), session.get(Analysis, analysis_id)
-            due = next_steps(session, notebook, analysis, BOUNDS)
+            due = next_steps(session, notebook, analysis, BOUNDS).steps
         if not due:
             return ran
         for level, ordinal in due:

@@ -8,6 +8,7 @@ from app.serve import role_of, worker_command
 
 @pytest.mark.parametrize(("queues", "role"), [
     ("coordinator", "coordinator"),
+    ("coordinator,analysis", "coordinator"),
     ("extract,chunk", "extract"),
     ("chunk, extract", "extract"),
     ("chunk", "chunk"),

@@ -1,0 +1,89 @@
+"""Durable hierarchical analysis on Celery (issue #16; the steps are ``app.services.analysis_steps``).
+
+``analysis.advance`` plans what is due and sends one ``analysis.step`` per step of a level it has
+just planned; each step stores its summary in notebooks.sqlite3 and sends ``analysis.advance``
+again. The advance after a level's last step plans the next level (a compare-and-set on the
+analysis's levels, in one write transaction), so exactly one sends its steps; no chord, no result
+backend: the broker carries ids only, every intermediate result is in the database.
+
+Every message reads the analysis's durable state first: a ``cancelling`` analysis is cancelled
+there, and one that is not ``running`` stops the message. A worker that dies loses only the steps
+it held: their messages come back (acks_late), or the sweeper finds the expired lease and sends
+``advance`` with ``resend``, which sends every step of the level still without a result.
+"""
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from sqlalchemy.orm import Session
+
+from app.extensions import services
+from app.services.analysis_steps import next_steps, run_step
+from storage import analyses
+from storage.models import Analysis, Notebook, utcnow
+from tasks.contract import reason
+from tasks.ingest import lease
+
+log = logging.getLogger(__name__)
+
+
+def start_analysis(analysis_id: str) -> None:
+    advance.delay(analysis_id)
+
+
+@shared_task(name="analysis.advance")
+def advance(analysis_id: str, resend: bool = False) -> int:
+    """Plan what is due; send the steps of a level planned now (all steps left, with ``resend``)."""
+    svc = services()
+    with svc.db.session() as session:
+        analysis = _running(session, analysis_id, claim=True)
+        if analysis is None:
+            return 0
+        try:
+            due = next_steps(session, session.get(Notebook, analysis.notebook_id), analysis, svc.settings.analysis_batch)
+        except Exception as err:  # noqa: BLE001 (the contract: a failure ends the analysis with its reason)
+            _fail(analysis, "advance", err)
+            return 0
+    if due.planned_now or resend:
+        for level, ordinal in due.steps:
+            step.delay(analysis_id, level, ordinal)
+    return len(due.steps)
+
+
+@shared_task(name="analysis.step")
+def step(analysis_id: str, level: int, ordinal: int) -> bool:
+    """Run one map or reduce step (once: a resent one finds it done), then advance."""
+    svc = services()
+    with svc.db.session() as session:
+        analysis = _running(session, analysis_id)
+        if analysis is None:
+            return False
+        try:
+            ran = run_step(session, session.get(Notebook, analysis.notebook_id), analysis, level, ordinal, svc.settings.analysis_batch)
+        except Exception as err:  # noqa: BLE001
+            _fail(analysis, "step", err)
+            return False
+    advance.delay(analysis_id)
+    return ran
+
+
+def _running(session: Session, analysis_id: str, *, claim: bool = False) -> Analysis | None:
+    """The analysis when a message may work on it, its lease renewed: a queued one is taken
+    (``claim``), a ``cancelling`` one is cancelled here, and None stops the message."""
+    analysis = session.get(Analysis, analysis_id)
+    if analysis is None:
+        return None
+    if analysis.state == "cancelling":
+        analysis.state, analysis.finished_at = "cancelled", utcnow()
+    if claim and analysis.state == "queued":
+        analysis.state, analysis.started_at = "running", utcnow()
+    if analysis.state != "running":
+        return None
+    analysis.lease_expires_at = utcnow() + lease()
+    return analysis
+
+
+def _fail(analysis: Analysis, where: str, err: BaseException) -> None:
+    log.exception("analysis %s: the %s failed", analysis.id, where)
+    analyses.fail(analysis, *reason(f"analysis {where}", err))

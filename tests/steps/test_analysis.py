@@ -1,0 +1,79 @@
+"""Durable analysis through a real Celery worker (the memory broker, the task contract): advance and
+step messages plan and run every level until one summary remains, each step within the batch
+bounds; a cancel lands between steps."""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from sqlalchemy import select
+
+from pipeline.analysis.types import Focus
+from steps.test_task_contract import counting, ingest, wrap
+from storage import analyses
+from storage.models import Analysis, AnalysisPart, Notebook
+from tasks.analysis import start_analysis
+
+if TYPE_CHECKING:
+    from steps.conftest import Instance, StepLog
+
+ENDED = ("succeeded", "failed", "cancelled")
+SMALL = {"GNOSI_ANALYSIS_BATCH_CHUNKS": "10", "GNOSI_ANALYSIS_BATCH_CHARS": "12000"}
+
+
+@pytest.fixture
+def analysed(launch: Callable[..., Instance]) -> tuple[Instance, str]:
+    instance = launch(**SMALL)
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    return instance, notebook_id
+
+
+def _start(instance: Instance, notebook_id: str) -> str:
+    def create(session: Any) -> str:
+        return analyses.start(session, session.get(Notebook, notebook_id), requested_by=None, focus=Focus(),
+                              source_ids=[], engine="extractive").id
+
+    analysis_id = instance.write(create)
+    start_analysis(analysis_id)
+    return analysis_id
+
+
+def _wait(instance: Instance, analysis_id: str, timeout: float = 60) -> Analysis:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        analysis = instance.read(lambda session: session.get(Analysis, analysis_id))
+        if analysis.state in ENDED:
+            return analysis
+        time.sleep(0.05)
+    raise TimeoutError(f"analysis {analysis_id} still {analysis.state}")
+
+
+def test_an_analysis_runs_every_level_on_the_worker_within_its_bounds(analysed: tuple[Instance, str]) -> None:
+    instance, notebook_id = analysed
+    analysis = _wait(instance, _start(instance, notebook_id))
+    assert analysis.state == "succeeded", analysis.error
+    parts = instance.read(lambda s: list(s.scalars(select(AnalysisPart).where(AnalysisPart.analysis_id == analysis.id))))
+    assert len(analysis.levels) >= 2 and analysis.levels[-1] == 1 and len(parts) == sum(analysis.levels)
+    assert all(p.points is not None and p.input_items <= 10 and p.input_chars <= 12_000 for p in parts)
+    assert {point["resource_id"] for point in analysis.result["points"]} == {"dmca", "naacl"}
+
+
+def test_a_cancel_lands_between_steps(
+    analysed: tuple[Instance, str], steps: StepLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    instance, notebook_id = analysed
+    ran: list[tuple[Any, ...]] = []
+    wrap(monkeypatch, "tasks.analysis.run_step", counting(ran))
+    analysis_id = instance.write(
+        lambda session: analyses.start(session, session.get(Notebook, notebook_id), requested_by=None, focus=Focus(),
+                                       source_ids=[], engine="extractive").id
+    )
+    # Cancelled as the first step is about to run (the advance that planned the map level is done).
+    steps.before_next("analysis.step", lambda: instance.write(lambda session: analyses.request_cancel(session.get(Analysis, analysis_id))))
+    start_analysis(analysis_id)
+    analysis = _wait(instance, analysis_id)
+    assert analysis.state == "cancelled" and ran == [], f"{len(ran)} steps ran after the cancel"
+    assert analysis.levels and analysis.levels[0] > 1, "the map level was planned before the cancel"
