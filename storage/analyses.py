@@ -46,6 +46,15 @@ def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int
     return list(session.scalars(query.limit(limit).offset(offset)))
 
 
+def count(session: Session, notebook: Notebook) -> int:
+    return session.scalar(select(func.count()).select_from(Analysis).where(in_notebook(Analysis, notebook))) or 0
+
+
+def active_count(session: Session, notebook: Notebook) -> int:
+    query = select(func.count()).select_from(Analysis).where(in_notebook(Analysis, notebook), Analysis.state.in_(ACTIVE_STATES))
+    return session.scalar(query) or 0
+
+
 def focus_of(analysis: Analysis) -> Focus:
     return Focus(analysis.kind, analysis.instruction)
 

@@ -5,6 +5,7 @@ from flask import Flask
 
 
 def register_blueprints(app: Flask) -> None:
+    from app.api.analyses import bp as analyses_bp
     from app.api.chat import bp as chat_bp
     from app.api.chat_ws import register_websocket
     from app.api.citations import bp as citations_bp
@@ -20,8 +21,8 @@ def register_blueprints(app: Flask) -> None:
     from app.dashboard import bp as dashboard_bp
 
     for blueprint in (
-        session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, internal_bp, health_bp,
-        citations_bp, openapi_bp, dashboard_bp,
+        session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, analyses_bp, internal_bp,
+        health_bp, citations_bp, openapi_bp, dashboard_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)

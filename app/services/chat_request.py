@@ -47,7 +47,7 @@ class PinnedContext:
     source_ids: frozenset[str] | None
 
 
-def _ids(body: dict[str, Any], name: str, limit: int) -> list[str]:
+def id_list(body: dict[str, Any], name: str, limit: int) -> list[str]:
     value = body.get(name, [])
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ApiError(400, "FIELD_INVALID", f"'{name}' must be a list of ids.", field=name)
@@ -72,14 +72,14 @@ def parse_turn(body: dict[str, Any]) -> TurnRequest:
         raise ApiError(400, "FIELD_REQUIRED", "'message' must be a non-empty string.", field="message")
     if len(message) > MAX_MESSAGE_CHARS:
         raise ApiError(400, "FIELD_TOO_LONG", f"'message' is at most {MAX_MESSAGE_CHARS} characters.", field="message")
-    attached = [nid for nid in _ids(body, "notebook_ids", MAX_CONTEXTS) if nid != notebook_id]
+    attached = [nid for nid in id_list(body, "notebook_ids", MAX_CONTEXTS) if nid != notebook_id]
     if 1 + len(attached) > MAX_CONTEXTS:
         raise ApiError(400, "TOO_MANY_CONTEXTS",
                        f"At most {MAX_CONTEXTS} notebooks per turn: this one and {MAX_CONTEXTS - 1} others.")
-    return TurnRequest(notebook_id, message.strip(), attached, _ids(body, "source_ids", MAX_SOURCE_IDS))
+    return TurnRequest(notebook_id, message.strip(), attached, id_list(body, "source_ids", MAX_SOURCE_IDS))
 
 
-def _pin(session: Session, notebook: Notebook, *, page: bool) -> Revision:
+def pinned_revision(session: Session, notebook: Notebook, *, page: bool) -> Revision:
     """The active revision, which must be complete and hold at least one usable source."""
     revision = revisions.get(session, notebook, notebook.active_revision_id) if notebook.active_revision_id else None
     usable = revision is not None and revision.state == "complete" and revision.number > 0 and any(
@@ -104,17 +104,17 @@ def authorize_turn(session: Session, principal: Principal, turn: TurnRequest) ->
         raise ApiError(404, "NOTEBOOK_NOT_FOUND", "No such notebook.")
     if not principal.can_write:
         raise ApiError(403, "READ_ONLY", "Viewers can read the transcript but not send a turn.")
-    page_revision = _pin(session, page, page=True)
-    contexts = [PinnedContext(page, page_revision, _selected_sources(session, page, page_revision, turn.source_ids))]
+    page_revision = pinned_revision(session, page, page=True)
+    contexts = [PinnedContext(page, page_revision, selected_sources(session, page, page_revision, turn.source_ids))]
     for notebook_id in turn.notebook_ids:
         other = notebooks.find_visible(session, principal, notebook_id)
         if other is None:
             raise ApiError(404, "CONTEXT_NOT_FOUND", f"No such notebook: {notebook_id}.")
-        contexts.append(PinnedContext(other, _pin(session, other, page=False), None))
+        contexts.append(PinnedContext(other, pinned_revision(session, other, page=False), None))
     return contexts
 
 
-def _selected_sources(
+def selected_sources(
     session: Session, notebook: Notebook, revision: Revision, source_ids: list[str]
 ) -> frozenset[str] | None:
     if not source_ids:

@@ -33,6 +33,7 @@ from app.api.openapi import load_document
 from app.security import CONTENT_SECURITY_POLICY
 from storage import heartbeats, jobs, revisions
 from storage.models import Notebook, utcnow
+from analysis_tour import analyses_errors, analyses_tour
 from support.stored_notebooks import EMBEDDER, chunk_rows
 from support_api import create_notebook
 from test_internal import a_pack, running_draft, secret
@@ -273,6 +274,8 @@ def test_a_tour_of_the_api_matches_the_document(world, contract: Contract) -> No
     chosen = check(call("GET", f"/api/notebooks/{notebook_id}/chat-sources"), 200).json
     assert chosen["notebooks"] and chosen["sources"]
     chat_over_websocket(world, contract, notebook_id)
+    analyses_tour(world, contract, notebook_id)
+    analyses_errors(world, contract, notebook_id)
     check(call("DELETE", f"/api/notebooks/{notebook_id}/conversation"), 200)
     # Sources and jobs: add, cancel, refresh, retry, remove.
     check(call("POST", f"/api/notebooks/{notebook_id}/sources", json={"resource_ids": ["naacl"]}), 202)

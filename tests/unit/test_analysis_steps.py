@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app.services.analysis_steps import next_steps, run_step
+from app.services.analysis_steps import run_step
 from pipeline.analysis.batches import BatchBounds
 from pipeline.analysis.types import Focus
 from pipeline.embedder import HashingEmbedder
@@ -18,6 +18,7 @@ from storage import analyses, revisions
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Analysis, AnalysisPart, Chunk, Notebook, Source
+from support.analysis_runs import run_analysis
 from support.services import CORPUS
 from support.stored_notebooks import stored_notebook
 
@@ -56,21 +57,7 @@ def _start(db: Database, notebook_id: str, source_ids: list[str] | None = None) 
 
 
 def _run(db: Database, notebook_id: str, analysis_id: str, *, stop_after: int | None = None) -> int:
-    """Run the analysis to its end (or for ``stop_after`` steps, as a killed worker would); the
-    steps that did work."""
-    ran = 0
-    while True:
-        with db.session() as session:
-            notebook, analysis = session.get(Notebook, notebook_id), session.get(Analysis, analysis_id)
-            due = next_steps(session, notebook, analysis, BOUNDS).steps
-        if not due:
-            return ran
-        for level, ordinal in due:
-            if stop_after is not None and ran == stop_after:
-                return ran
-            with db.session() as session:
-                notebook, analysis = session.get(Notebook, notebook_id), session.get(Analysis, analysis_id)
-                ran += run_step(session, notebook, analysis, level, ordinal, BOUNDS)
+    return run_analysis(db, notebook_id, analysis_id, BOUNDS, stop_after=stop_after)
 
 
 def test_an_analysis_of_a_whole_notebook_stays_within_its_bounds_and_cites_many_sources(notebook_id) -> None:  # type: ignore[no-untyped-def]

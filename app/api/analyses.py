@@ -1,0 +1,149 @@
+"""Durable hierarchical analyses of a notebook: start, list, read, cancel, delete (issue #16).
+
+Access as chat's: whoever may read the notebook reads its analyses; starting one is a
+conversation-level action (editors and admins, not viewers), pinned to the active revision with
+the chosen sources validated as a chat turn's are; the one who started it or a notebook owner may
+cancel or delete it.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from app.api.access import visible_notebook
+from app.api.views import iso
+from app.auth import current_principal
+from app.errors import ApiError
+from app.extensions import services
+from app.http import choice_field, json_object, paging, refuse_unknown_fields, string_field
+from app.services.chat_request import MAX_SOURCE_IDS, id_list, pinned_revision, selected_sources
+from pipeline.analysis.types import KINDS, Focus
+from pipeline.citation_links import CiteTarget
+from storage import analyses, notebooks
+from storage.models import Analysis, Notebook
+from storage.scope import Principal
+from tasks.analysis import start_analysis
+
+bp = Blueprint("analyses", __name__, url_prefix="/api/notebooks")
+
+MAX_INSTRUCTION_CHARS = 2000
+# Analyses of one notebook running at once: each holds worker time for minutes.
+MAX_ACTIVE = 3
+
+
+@bp.post("/<notebook_id>/analyses")
+def start(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    body = json_object()
+    refuse_unknown_fields(body, ("kind", "instruction", "source_ids"))
+    kind = choice_field(body, "kind", KINDS, "summary") or "summary"
+    instruction = string_field(body, "instruction", required=False, max_len=MAX_INSTRUCTION_CHARS) or ""
+    source_ids = id_list(body, "source_ids", MAX_SOURCE_IDS)
+    with services().db.session() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        if not principal.can_write:
+            raise ApiError(403, "READ_ONLY", "Viewers can read analyses but not start one.")
+        revision = pinned_revision(session, notebook, page=True)
+        selected_sources(session, notebook, revision, source_ids)
+        if analyses.active_count(session, notebook) >= MAX_ACTIVE:
+            raise ApiError(409, "TOO_MANY_ANALYSES", f"At most {MAX_ACTIVE} analyses of a notebook run at once.")
+        analysis = analyses.start(
+            session, notebook, requested_by=principal.user_id, focus=Focus(kind, instruction),
+            source_ids=source_ids, engine="extractive",
+        )
+        shown = analysis_json(session, notebook, analysis)
+    start_analysis(shown["id"])
+    return shown, 202
+
+
+@bp.get("/<notebook_id>/analyses")
+def listed(notebook_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    page = paging(default_per_page=20, max_per_page=100)
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page)
+        items = [analysis_json(session, notebook, analysis, with_result=False) for analysis in found]
+        total = analyses.count(session, notebook)
+    return {"items": items, "page": page.page, "per_page": page.per_page, "total": total}
+
+
+@bp.get("/<notebook_id>/analyses/<analysis_id>")
+def read(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        return analysis_json(session, notebook, _found(session, notebook, analysis_id))
+
+
+@bp.post("/<notebook_id>/analyses/<analysis_id>/cancel")
+def cancel(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
+    principal = current_principal()
+    with services().db.session() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        analysis = _managed(session, principal, notebook, analysis_id)
+        analyses.request_cancel(analysis)
+        return analysis_json(session, notebook, analysis)
+
+
+@bp.delete("/<notebook_id>/analyses/<analysis_id>")
+def delete(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
+    """Its steps still in flight find it gone and stop."""
+    principal = current_principal()
+    with services().db.session() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        session.delete(_managed(session, principal, notebook, analysis_id))
+    return "", 204
+
+
+def _found(session: Any, notebook: Notebook, analysis_id: str) -> Analysis:
+    analysis = analyses.get(session, notebook, analysis_id)
+    if analysis is None:
+        raise ApiError(404, "ANALYSIS_NOT_FOUND", "No such analysis in this notebook.")
+    return analysis
+
+
+def _managed(session: Any, principal: Principal, notebook: Notebook, analysis_id: str) -> Analysis:
+    """The analysis if the caller started it or owns the notebook."""
+    analysis = _found(session, notebook, analysis_id)
+    if analysis.requested_by != principal.user_id and not notebooks.is_owner(session, principal, notebook):
+        raise ApiError(403, "NOT_ANALYSIS_OWNER", "Only who started the analysis or the notebook's creator can do this.")
+    return analysis
+
+
+def analysis_json(session: Any, notebook: Notebook, analysis: Analysis, *, with_result: bool = True) -> dict[str, Any]:
+    """An analysis as the API shows it; its result's points cite their chunks in the pinned
+    revision (``cite`` resolves through the evidence endpoint like a chat citation), and a point
+    whose resource left the notebook says so."""
+    shown: dict[str, Any] = {
+        "id": analysis.id,
+        "notebook_id": notebook.id,
+        "revision_id": analysis.revision_id,
+        "kind": analysis.kind,
+        "instruction": analysis.instruction,
+        "source_ids": analysis.source_ids,
+        "engine": analysis.engine,
+        "state": analysis.state,
+        "progress": analyses.progress(session, analysis),
+        "error": {"code": analysis.error_code, "message": analysis.error} if analysis.error_code else None,
+        "requested_by": analysis.requested_by,
+        "created_at": iso(analysis.created_at),
+        "finished_at": iso(analysis.finished_at),
+    }
+    if with_result:
+        members = set(notebooks.member_ids(session, notebook))
+        points = (analysis.result or {}).get("points", [])
+        shown["result"] = None if analysis.result is None else {"points": [
+            {
+                "text": point["text"],
+                "resource_id": point["resource_id"],
+                "removed": point["resource_id"] not in members,
+                "citations": [
+                    {"chunk_id": chunk_id, "cite": CiteTarget(notebook.id, analysis.revision_id, chunk_id).link}
+                    for chunk_id in point["chunk_ids"]
+                ],
+            }
+            for point in points
+        ]}
+    return shown
