@@ -15,6 +15,7 @@ from pipeline.chunker import ChunkSettings
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.ocr.settings import ENGINE_CHOICES, OcrSettings
 from pipeline.analysis.batches import BatchBounds
+from pipeline.analysis.offline import MIN_BATCH_CHARS
 from pipeline.speech.settings import MODEL_CHOICES, SpeechSettings
 
 # The extraction caps' and chunking defaults live with them (their modules say why).
@@ -175,9 +176,10 @@ class Settings:
             job_max_attempts=_int(env, "GNOSI_JOB_MAX_ATTEMPTS", 5),
             analysis_batch=BatchBounds(
                 max_items=_int(env, "GNOSI_ANALYSIS_BATCH_CHUNKS", BatchBounds.max_items),
+                # A batch holds any one chunk, and two reduce summaries of the longest sentences.
                 max_chars=max(
                     _int(env, "GNOSI_ANALYSIS_BATCH_CHARS", BatchBounds.max_chars),
-                    _int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars),  # a batch holds any one chunk
+                    _int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars), MIN_BATCH_CHARS,
                 ),
             ),
             ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),

@@ -40,14 +40,18 @@ def get(session: Session, notebook: Notebook, analysis_id: str) -> Analysis | No
     return session.scalar(select(Analysis).where(in_notebook(Analysis, notebook), Analysis.id == analysis_id))
 
 
-def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0) -> list[Analysis]:
-    """The notebook's analyses, newest first."""
-    query = select(Analysis).where(in_notebook(Analysis, notebook)).order_by(Analysis.created_at.desc(), Analysis.id)
+def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0, by: str | None = None) -> list[Analysis]:
+    """The notebook's analyses (those ``by`` started, when given), newest first."""
+    query = select(Analysis).where(*_scope(notebook, by)).order_by(Analysis.created_at.desc(), Analysis.id)
     return list(session.scalars(query.limit(limit).offset(offset)))
 
 
-def count(session: Session, notebook: Notebook) -> int:
-    return session.scalar(select(func.count()).select_from(Analysis).where(in_notebook(Analysis, notebook))) or 0
+def _scope(notebook: Notebook, by: str | None) -> list[Any]:
+    return [in_notebook(Analysis, notebook), *([Analysis.requested_by == by] if by is not None else [])]
+
+
+def count(session: Session, notebook: Notebook, *, by: str | None = None) -> int:
+    return session.scalar(select(func.count()).select_from(Analysis).where(*_scope(notebook, by))) or 0
 
 
 def active_count(session: Session, notebook: Notebook) -> int:
@@ -128,18 +132,26 @@ def fail(analysis: Analysis, code: str, message: str) -> None:
     analysis.finished_at = utcnow()
 
 
+def cancelled(analysis: Analysis) -> None:
+    analysis.state, analysis.finished_at = "cancelled", utcnow()
+
+
 def request_cancel(analysis: Analysis) -> str:
     """Ask an analysis to stop: a queued one is cancelled now, a running one at its next step."""
     if analysis.state == "queued":
-        analysis.state, analysis.finished_at = "cancelled", utcnow()
+        cancelled(analysis)
     elif analysis.state == "running":
         analysis.state = "cancelling"
     return analysis.state
 
 
 def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
-    """Revisions of ``notebook`` that an analysis reads or read: kept while the analysis exists."""
-    return set(session.scalars(select(Analysis.revision_id).where(in_notebook(Analysis, notebook))))
+    """Revisions of ``notebook`` that an analysis reads or whose result cites them: kept while the
+    analysis exists (a failed or cancelled one cites nothing)."""
+    query = select(Analysis.revision_id).where(
+        in_notebook(Analysis, notebook), Analysis.state.in_((*ACTIVE_STATES, "succeeded"))
+    )
+    return set(session.scalars(query))
 
 
 def recoverable(session: Session, *, queued_before: datetime) -> list[Analysis]:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, text
+from sqlalchemy import func, select, text
 from sqlalchemy.orm import Session
 
 from storage.models import Chunk, Notebook, NotebookResource, Source, in_notebook
@@ -196,6 +196,17 @@ def revision_chunks(
         query = query.where(Chunk.chunk_id.in_(chunk_ids))
     rows = session.execute(query.order_by(Chunk.resource_id, Source.id, Chunk.ordinal)).all()
     return [(_to_evidence(chunk, source), chunk.ordinal) for chunk, source in rows]
+
+
+def revision_chunk_sizes(
+    session: Session, notebook: Notebook, revision_id: str, *, source_ids: list[str] | None = None
+) -> list[tuple[str, int]]:
+    """``revision_chunks``' ids and text lengths only (planning a whole notebook reads no text)."""
+    query = _evidence_query(notebook, revision_id).with_only_columns(Chunk.chunk_id, func.length(Chunk.text))
+    if source_ids:
+        query = query.where(Source.id.in_(source_ids))
+    rows = session.execute(query.order_by(Chunk.resource_id, Source.id, Chunk.ordinal)).all()
+    return [(chunk_id, size) for chunk_id, size in rows]
 
 
 def chunk_in_revision(

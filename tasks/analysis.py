@@ -19,7 +19,7 @@ from celery import shared_task
 from sqlalchemy.orm import Session
 
 from app.extensions import services
-from app.services.analysis_steps import next_steps, run_step
+from app.services.analysis_steps import next_steps, step_inputs, store_step, summarise
 from storage import analyses
 from storage.models import Analysis, Notebook, utcnow
 from tasks.contract import reason
@@ -53,17 +53,27 @@ def advance(analysis_id: str, resend: bool = False) -> int:
 
 @shared_task(name="analysis.step")
 def step(analysis_id: str, level: int, ordinal: int) -> bool:
-    """Run one map or reduce step (once: a resent one finds it done), then advance."""
+    """Run one map or reduce step (once: a resent one finds it done), then advance. Its inputs are
+    read and its points stored in two short transactions; the engine works between them, holding
+    no lock (a model answers in seconds; every other writer would wait on it)."""
     svc = services()
-    with svc.db.session() as session:
-        analysis = _running(session, analysis_id)
-        if analysis is None:
-            return False
-        try:
-            ran = run_step(session, session.get(Notebook, analysis.notebook_id), analysis, level, ordinal, svc.settings.analysis_batch)
-        except Exception as err:  # noqa: BLE001
-            _fail(analysis, "step", err)
-            return False
+    try:
+        with svc.db.session() as session:  # the state check and a cancel's landing place
+            if _running(session, analysis_id) is None:
+                return False
+        with svc.db.reader() as session:
+            analysis = session.get(Analysis, analysis_id)
+            inputs = analysis and step_inputs(session, session.get(Notebook, analysis.notebook_id), analysis, level, ordinal)
+        points = summarise(inputs, svc.settings.analysis_batch) if inputs else None
+        with svc.db.session() as session:
+            analysis = _running(session, analysis_id)
+            ran = bool(analysis and points is not None and store_step(session, analysis, level, ordinal, points))
+    except Exception as err:  # noqa: BLE001 (the contract: a failure ends the analysis with its reason)
+        with svc.db.session() as session:
+            failed = session.get(Analysis, analysis_id)
+            if failed is not None:
+                _fail(failed, "step", err)
+        return False
     advance.delay(analysis_id)
     return ran
 
@@ -75,7 +85,7 @@ def _running(session: Session, analysis_id: str, *, claim: bool = False) -> Anal
     if analysis is None:
         return None
     if analysis.state == "cancelling":
-        analysis.state, analysis.finished_at = "cancelled", utcnow()
+        analyses.cancelled(analysis)
     if claim and analysis.state == "queued":
         analysis.state, analysis.started_at = "running", utcnow()
     if analysis.state != "running":

@@ -6,7 +6,7 @@ receive twice: claims are compare-and-set, and results for finished sources are 
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from celery import shared_task
 
@@ -46,7 +46,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
                 orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
             else:
                 restart.append(job.id)
-        lost_analyses = _recoverable_analyses(session, queued_before, svc.settings.job_max_attempts)
+        lost_analyses = _recoverable_analyses(session, queued_before, svc.settings.job_max_attempts, lease())
     for analysis_id in lost_analyses:
         advance_analysis.delay(analysis_id, resend=True)
     for job_id, pending in orders.items():
@@ -68,13 +68,16 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     return len(orders) + len(restart) + len(lost_analyses)
 
 
-def _recoverable_analyses(session: Session, queued_before: datetime, max_attempts: int) -> list[str]:
+def _recoverable_analyses(session: Session, queued_before: datetime, max_attempts: int, held_for: timedelta) -> list[str]:
     """Analyses to advance again (every step of their level still without a result is resent); one
     resent ``max_attempts`` times ends: whatever kills its workers would kill the next one too."""
-    resend = []
+    resend = []  # a step that finishes sets attempts back to 0 (app.services.analysis_steps.store_step)
     for analysis in analyses.recoverable(session, queued_before=queued_before):
+        if analysis.state == "cancelling":  # its worker is gone: nothing is left to stop
+            analyses.cancelled(analysis)
+            continue
         analysis.attempts += 1
-        analysis.lease_expires_at = utcnow() + lease()
+        analysis.lease_expires_at = utcnow() + held_for
         if analysis.attempts > max_attempts:
             analyses.fail(analysis, ingestion.ATTEMPTS_EXHAUSTED, ingestion.attempts_exhausted(max_attempts))
         else:

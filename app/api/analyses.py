@@ -1,9 +1,10 @@
 """Durable hierarchical analyses of a notebook: start, list, read, cancel, delete (issue #16).
 
-Access as chat's: whoever may read the notebook reads its analyses; starting one is a
-conversation-level action (editors and admins, not viewers), pinned to the active revision with
-the chosen sources validated as a chat turn's are; the one who started it or a notebook owner may
-cancel or delete it.
+Access as chat's: starting one is a conversation-level action (editors and admins, not viewers),
+pinned to the active revision with the chosen sources validated as a chat turn's are. Whoever may
+read the notebook reads its analyses, as a shared transcript; in private conversation mode each
+member sees their own (and owners all). Who started one, or an owner, may cancel or delete it, if
+they may still write.
 """
 from __future__ import annotations
 
@@ -63,9 +64,10 @@ def listed(notebook_id: str):  # type: ignore[no-untyped-def]
     page = paging(default_per_page=20, max_per_page=100)
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page)
+        mine = _only_own(session, principal, notebook)
+        found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page, by=mine)
         items = [analysis_json(session, notebook, analysis, with_result=False) for analysis in found]
-        total = analyses.count(session, notebook)
+        total = analyses.count(session, notebook, by=mine)
     return {"items": items, "page": page.page, "per_page": page.per_page, "total": total}
 
 
@@ -74,7 +76,7 @@ def read(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return analysis_json(session, notebook, _found(session, notebook, analysis_id))
+        return analysis_json(session, notebook, _found(session, principal, notebook, analysis_id))
 
 
 @bp.post("/<notebook_id>/analyses/<analysis_id>/cancel")
@@ -97,16 +99,27 @@ def delete(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
     return "", 204
 
 
-def _found(session: Any, notebook: Notebook, analysis_id: str) -> Analysis:
+def _only_own(session: Any, principal: Principal, notebook: Notebook) -> str | None:
+    """The user whose analyses alone the caller sees (private conversation mode, not an owner)."""
+    if notebook.conversation_mode == "private" and not notebooks.is_owner(session, principal, notebook):
+        return principal.user_id
+    return None
+
+
+def _found(session: Any, principal: Principal, notebook: Notebook, analysis_id: str) -> Analysis:
+    """The analysis if the caller may see it; otherwise 404, as an unknown one."""
     analysis = analyses.get(session, notebook, analysis_id)
-    if analysis is None:
+    mine = _only_own(session, principal, notebook)
+    if analysis is None or (mine is not None and analysis.requested_by != mine):
         raise ApiError(404, "ANALYSIS_NOT_FOUND", "No such analysis in this notebook.")
     return analysis
 
 
 def _managed(session: Any, principal: Principal, notebook: Notebook, analysis_id: str) -> Analysis:
-    """The analysis if the caller started it or owns the notebook."""
-    analysis = _found(session, notebook, analysis_id)
+    """The analysis if the caller may still write and started it or owns the notebook."""
+    analysis = _found(session, principal, notebook, analysis_id)
+    if not principal.can_write:
+        raise ApiError(403, "READ_ONLY", "Viewers can read analyses but not cancel or delete one.")
     if analysis.requested_by != principal.user_id and not notebooks.is_owner(session, principal, notebook):
         raise ApiError(403, "NOT_ANALYSIS_OWNER", "Only who started the analysis or the notebook's creator can do this.")
     return analysis
@@ -114,8 +127,9 @@ def _managed(session: Any, principal: Principal, notebook: Notebook, analysis_id
 
 def analysis_json(session: Any, notebook: Notebook, analysis: Analysis, *, with_result: bool = True) -> dict[str, Any]:
     """An analysis as the API shows it; its result's points cite their chunks in the pinned
-    revision (``cite`` resolves through the evidence endpoint like a chat citation), and a point
-    whose resource left the notebook says so."""
+    revision (``cite`` resolves through the evidence endpoint like a chat citation). A point whose
+    resource left the notebook stays readable, marked ``removed``, and cites nothing: its evidence
+    is gone from the notebook at once, as everywhere else."""
     shown: dict[str, Any] = {
         "id": analysis.id,
         "notebook_id": notebook.id,
@@ -139,7 +153,7 @@ def analysis_json(session: Any, notebook: Notebook, analysis: Analysis, *, with_
                 "text": point["text"],
                 "resource_id": point["resource_id"],
                 "removed": point["resource_id"] not in members,
-                "citations": [
+                "citations": [] if point["resource_id"] not in members else [
                     {"chunk_id": chunk_id, "cite": CiteTarget(notebook.id, analysis.revision_id, chunk_id).link}
                     for chunk_id in point["chunk_ids"]
                 ],

@@ -12,16 +12,11 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from pipeline.analysis.batches import BatchBounds, batches
-from pipeline.analysis.offline import map_batch, ordered, reduce_summaries
-from pipeline.analysis.types import Passage, Summary
+from pipeline.analysis.offline import MAP_POINTS, REDUCE_POINTS, map_batch, ordered, reduce_summaries
+from pipeline.analysis.types import Focus, Passage, Point, Summary
 from storage import analyses, evidence
 from storage.analyses import PlannedPart
 from storage.models import Analysis, AnalysisPart, Notebook
-
-# Points a map step keeps of its batch, and a reduce step of its summaries (the result's length).
-MAP_POINTS = 8
-REDUCE_POINTS = 12
-
 
 def points_per_step(bounds: BatchBounds) -> tuple[int, int]:
     """A reduce batch must hold two summaries, or a level would not shrink."""
@@ -52,40 +47,73 @@ def next_steps(session: Session, notebook: Notebook, analysis: Analysis, bounds:
         analyses.finish(analysis, ordered(Summary(analyses.points_of(current[0]), ()), analyses.focus_of(analysis)))
         return Due([], False)
     grouped = batches(current, _chars, bounds, count=lambda part: len(part.points or []))
+    if len(grouped) >= len(current):  # the bounds hold one summary per batch: it would never end
+        analyses.fail(analysis, "ANALYSIS_BATCH_TOO_SMALL",
+                      "A batch holds only one summary (raise GNOSI_ANALYSIS_BATCH_CHUNKS or GNOSI_ANALYSIS_BATCH_CHARS).")
+        return Due([], False)
     planned = [PlannedPart([part.ordinal for part in group], sum(len(p.points or []) for p in group), sum(map(_chars, group)))
                for group in grouped]
     analyses.plan_level(session, analysis, level + 1, planned)
     return Due([(level + 1, ordinal) for ordinal in range(len(planned))], True)
 
 
-def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds) -> bool:
-    """Run one planned step; False when it had run already (a resent message)."""
+@dataclass(frozen=True)
+class StepInputs:
+    """What one step reads: a map step's passages or a reduce step's summaries."""
+
+    level: int
+    focus: Focus
+    passages: list[Passage]
+    summaries: list[Summary]
+
+
+def step_inputs(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int) -> StepInputs | None:
+    """What a planned step reads, as its plan says; None when it ran already (a resent message)."""
     step = analyses.part(session, analysis.id, level, ordinal)
     if step is None or step.points is not None:
-        return False
-    focus = analyses.focus_of(analysis)
-    map_points, reduce_points = points_per_step(bounds)
+        return None
     if level == 0:
-        found = _passages(session, notebook, analysis, chunk_ids=list(step.reads))
-        summary = map_batch(found, focus, map_points)
-    else:
-        below = [part for part in analyses.parts(session, analysis.id, level - 1) if part.ordinal in set(step.reads)]
-        summary = reduce_summaries([Summary(analyses.points_of(part), ()) for part in below], focus, reduce_points)
-    return analyses.complete(step, summary.points)
+        return StepInputs(level, analyses.focus_of(analysis), _passages(session, notebook, analysis, list(step.reads)), [])
+    below = [part for part in analyses.parts(session, analysis.id, level - 1) if part.ordinal in set(step.reads)]
+    return StepInputs(level, analyses.focus_of(analysis), [], [Summary(analyses.points_of(part), ()) for part in below])
+
+
+def summarise(inputs: StepInputs, bounds: BatchBounds) -> list[Point]:
+    """The engine's work, which needs no database (the tasks run it outside any transaction)."""
+    map_points, reduce_points = points_per_step(bounds)
+    if inputs.level == 0:
+        return map_batch(inputs.passages, inputs.focus, map_points).points
+    return reduce_summaries(inputs.summaries, inputs.focus, reduce_points).points
+
+
+def store_step(session: Session, analysis: Analysis, level: int, ordinal: int, points: list[Point]) -> bool:
+    """Keep a step's points unless another run of it kept its own first; progress restarts the
+    count of the analysis's recoveries (tasks.sweeper)."""
+    step = analyses.part(session, analysis.id, level, ordinal)
+    if step is None or not analyses.complete(step, points):
+        return False
+    analysis.attempts = 0
+    return True
+
+
+def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds) -> bool:
+    """Run one planned step in one transaction; False when it had run already."""
+    inputs = step_inputs(session, notebook, analysis, level, ordinal)
+    return inputs is not None and store_step(session, analysis, level, ordinal, summarise(inputs, bounds))
 
 
 def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:
-    found = _passages(session, notebook, analysis)
-    if not found:
+    sizes = evidence.revision_chunk_sizes(session, notebook, analysis.revision_id, source_ids=analysis.source_ids)
+    if not sizes:
         analyses.fail(analysis, "ANALYSIS_NO_EVIDENCE", "The chosen sources hold no text to analyse in this revision.")
         return []
-    planned = [PlannedPart([p.chunk_id for p in batch], len(batch), sum(len(p.text) for p in batch))
-               for batch in batches(found, lambda passage: len(passage.text), bounds)]
+    planned = [PlannedPart([chunk_id for chunk_id, _ in batch], len(batch), sum(size for _, size in batch))
+               for batch in batches(sizes, lambda sized: sized[1], bounds)]
     analyses.plan_level(session, analysis, 0, planned)
     return [(0, ordinal) for ordinal in range(len(planned))]
 
 
-def _passages(session: Session, notebook: Notebook, analysis: Analysis, chunk_ids: list[str] | None = None) -> list[Passage]:
+def _passages(session: Session, notebook: Notebook, analysis: Analysis, chunk_ids: list[str]) -> list[Passage]:
     rows = evidence.revision_chunks(session, notebook, analysis.revision_id, source_ids=analysis.source_ids, chunk_ids=chunk_ids)
     return [Passage(chunk.chunk_id, chunk.resource_id, chunk.text, ordinal, chunk.locator) for chunk, ordinal in rows]
 

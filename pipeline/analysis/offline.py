@@ -22,7 +22,7 @@ import regex
 
 from pipeline.analysis.types import Focus, Passage, Point, Summary
 from pipeline.answering.extractive import not_a_claim
-from pipeline.answering.sentences import content_terms, sentence_spans
+from pipeline.answering.sentences import MAX_SENTENCE_CHARS, content_terms, sentence_spans
 from pipeline.extractors.reference_lists import REFERENCES
 
 _YEAR = regex.compile(r"\b(1[0-9]\d\d|20\d\d)s?\b")
@@ -37,6 +37,13 @@ _CONTRAST = regex.compile(
 _DEFINITION = regex.compile(r"\b(?:is|are|was|were)\s+(?:a|an|the|defined|known|called)\b|\bmeans\b|\brefers to\b", regex.IGNORECASE)
 _FIGURE = regex.compile(r"\d[\d,.]*\s*(?:%|percent|per cent|million|billion|thousand)?")
 _KIND_CUES = {"timeline": _YEAR_OR_DATE, "disagreements": _CONTRAST, "study_guide": _DEFINITION, "faq": _DEFINITION, "briefing": _FIGURE}
+
+
+# Points a map step keeps of its batch, and a reduce step of its summaries (the result's length).
+MAP_POINTS = 8
+REDUCE_POINTS = 12
+# A reduce batch must hold two summaries of the longest sentences, or a level would not shrink.
+MIN_BATCH_CHARS = 2 * REDUCE_POINTS * MAX_SENTENCE_CHARS
 
 
 @dataclass(frozen=True)

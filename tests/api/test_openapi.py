@@ -15,7 +15,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from typing import Any
 from urllib.parse import quote
 
@@ -31,11 +30,9 @@ from werkzeug.serving import make_server
 
 from app.api.openapi import load_document
 from app.security import CONTENT_SECURITY_POLICY
-from storage import heartbeats, jobs, revisions
-from storage.models import Notebook, utcnow
+from storage import heartbeats
 from analysis_tour import analyses_errors, analyses_tour
-from support.stored_notebooks import EMBEDDER, chunk_rows
-from support_api import create_notebook
+from support_api import create_notebook, index, services_of
 from test_internal import a_pack, running_draft, secret
 
 DOC = load_document()
@@ -149,33 +146,6 @@ def parse_sse(text: str) -> list[tuple[str, Any]]:
 @pytest.fixture
 def contract(world) -> Contract:  # type: ignore[no-untyped-def]
     return Contract(world.app)
-
-
-def services_of(world):  # type: ignore[no-untyped-def]
-    return world.app.extensions["gnosi"]
-
-
-def index(world, notebook_id: str) -> str:  # type: ignore[no-untyped-def]
-    """Complete the notebook's queued job as the pipeline would: one source (the corpus PDF of
-    ``dmca``, extracted, chunked and embedded for real), its bytes kept, the revision activated."""
-    svc = services_of(world)
-    data = (world.vault.root / "files" / "dmca.pdf").read_bytes()
-    sha256 = hashlib.sha256(data).hexdigest()
-    svc.blobs.put_file(world.vault.root / "files" / "dmca.pdf", sha256)
-    with svc.db.session() as session:
-        notebook = session.get(Notebook, notebook_id)
-        job = jobs.active_job(session, notebook)
-        jobs.claim(session, job.id, "test", timedelta(minutes=5))
-        draft = revisions.create_draft(session, notebook, job.id)
-        job.revision_id = draft.id
-        source = revisions.add_source(
-            session, draft, resource_id="dmca", field="file", kind="attachment", value="files/dmca.pdf",
-            state="available", mime="application/pdf", content_hash=sha256, page_count=18, checked_at=utcnow(),
-        )
-        revisions.store_chunks(session, source, chunk_rows("dmca.pdf"), embedder=EMBEDDER.name)
-        revisions.activate(session, notebook, draft)
-        jobs.transition(session, job.id, ("running",), "succeeded", done=1, total=1)
-        return draft.id
 
 
 @contextmanager

@@ -67,7 +67,7 @@ def test_metrics_count_a_real_jobs_steps_and_a_chat_turn(tmp_path: Path) -> None
     assert count("gnosi_search_seconds_count") >= 2  # the chat turn's search and the API's
     assert count("gnosi_broker_up") == 1
     assert {queue for (name, labels) in found if name == "gnosi_queue_messages" for _, queue in labels} == {
-        "coordinator", "extract", "chunk",
+        "coordinator", "extract", "chunk", "analysis",
     }
     assert count("gnosi_websockets_open") == 0
 

@@ -66,7 +66,7 @@ def test_a_cancel_lands_between_steps(
 ) -> None:
     instance, notebook_id = analysed
     ran: list[tuple[Any, ...]] = []
-    wrap(monkeypatch, "tasks.analysis.run_step", counting(ran))
+    wrap(monkeypatch, "tasks.analysis.summarise", counting(ran))
     analysis_id = instance.write(
         lambda session: analyses.start(session, session.get(Notebook, notebook_id), requested_by=None, focus=Focus(),
                                        source_ids=[], engine="extractive").id

@@ -2,6 +2,7 @@
 run again finds its work done), scoped to their notebook, kept revisions, cascading deletion."""
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from storage import analyses, retention
 from storage.analyses import PlannedPart
 from storage.db import Database
 from storage.migrate import upgrade
-from storage.models import Analysis, AnalysisPart, Notebook, Revision
+from storage.models import Analysis, AnalysisPart, Notebook, Revision, utcnow
 from support.stored_notebooks import stored_notebook
 from unit.test_source_versions import DOCUMENTS, KEEP_NOTHING_OLD, _refresh
 
@@ -99,3 +100,20 @@ def test_cancel_stops_a_queued_analysis_now_and_a_running_one_at_its_next_step(d
         session.get(Analysis, running).state = "running"
         assert analyses.request_cancel(session.get(Analysis, queued)) == "cancelled"
         assert analyses.request_cancel(session.get(Analysis, running)) == "cancelling"
+
+
+def test_the_sweeper_resends_a_lost_analysis_cancels_a_cancelling_one_and_gives_up_on_one_that_kills_workers(db: Database) -> None:
+    from tasks.sweeper import _recoverable_analyses
+
+    notebook_id = stored_notebook(db, "alice", DOCUMENTS[:1])
+    lost, stopping, doomed = _start(db, notebook_id), _start(db, notebook_id), _start(db, notebook_id)
+    expired = utcnow() - timedelta(seconds=1)
+    with db.session() as session:
+        for analysis_id, state, attempts in ((lost, "running", 0), (stopping, "cancelling", 0), (doomed, "running", 5)):
+            analysis = session.get(Analysis, analysis_id)
+            analysis.state, analysis.lease_expires_at, analysis.attempts = state, expired, attempts
+    with db.session() as session:
+        assert _recoverable_analyses(session, utcnow() - timedelta(minutes=5), 5, timedelta(minutes=5)) == [lost]
+    with db.reader() as session:
+        states = {a.id: (a.state, a.error_code) for a in session.scalars(select(Analysis))}
+    assert states == {lost: ("running", None), stopping: ("cancelled", None), doomed: ("failed", "ATTEMPTS_EXHAUSTED")}
