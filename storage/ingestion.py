@@ -158,8 +158,7 @@ def _previous_of(session: Session, notebook: Notebook, source: Source) -> Source
     )
 
 
-# What a check of a URL learnt about it, which the next check compares with.
-_CHECK_VALIDATORS = ("final_url", "etag", "last_modified", "media_fingerprint")
+_CHECK_VALIDATORS = ("final_url", "etag", "last_modified", "media_fingerprint")  # what the next check compares with
 
 
 def _apply_meta(source: Source, meta: dict[str, Any]) -> None:
@@ -247,10 +246,8 @@ def _keep_last_check(session: Session, notebook: Notebook, source: Source) -> No
 
 
 # What the last representation of a source says about it, kept when that representation is.
-_CARRIED_META = (
-    "fingerprint", "mime", "title", "page_count", "content_hash", "duration_seconds", "transcribed_by",
-    "extraction_key", "chunking",
-)
+_CARRIED_META = ("fingerprint", "mime", "title", "page_count", "content_hash", "duration_seconds", "transcribed_by",
+                 "extraction_key", "chunking")
 
 
 def _carry_previous(
