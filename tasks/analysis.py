@@ -71,7 +71,7 @@ def step(analysis_id: str, level: int, ordinal: int) -> bool:
     except Exception as err:  # noqa: BLE001 (the contract: a failure ends the analysis with its reason)
         with svc.db.session() as session:
             failed = session.get(Analysis, analysis_id)
-            if failed is not None:
+            if failed is not None and failed.state == "running":  # not one cancelled meanwhile
                 _fail(failed, "step", err)
         return False
     advance.delay(analysis_id)
