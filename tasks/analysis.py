@@ -68,6 +68,8 @@ def step(analysis_id: str, level: int, ordinal: int) -> bool:
         with svc.db.session() as session:
             analysis = _running(session, analysis_id)
             ran = bool(analysis and points is not None and store_step(session, analysis, level, ordinal, points))
+        if points is not None:  # what a durability test counts: a finished step is never computed again
+            log.info("analysis %s: step %d.%d computed, %s", analysis_id, level, ordinal, "stored" if ran else "discarded")
     except Exception as err:  # noqa: BLE001 (the contract: a failure ends the analysis with its reason)
         with svc.db.session() as session:
             failed = session.get(Analysis, analysis_id)
