@@ -2,6 +2,7 @@
 build citations (chat tools, stored transcripts), so services never import the API layer."""
 from __future__ import annotations
 
+from typing import Any
 from urllib.parse import quote, urldefrag
 
 from flask import url_for
@@ -37,3 +38,19 @@ def evidence_page_url(target: CiteTarget) -> str:
 
 def cite_link(notebook_id: str, chunk: EvidenceChunk) -> str:
     return CiteTarget(notebook_id, chunk.revision_id, chunk.chunk_id).link
+
+
+def passage_link(notebook_id: str, chunk: EvidenceChunk, title: str) -> dict[str, Any]:
+    """Where a passage is and how to open it: a citation without its quote (chat's and an
+    analysis's alike, so the dashboard opens both the same way)."""
+    return {
+        "notebook_id": notebook_id,
+        "resource_id": chunk.resource_id,
+        "title": title,
+        "revision_id": chunk.revision_id,
+        "source_id": chunk.source_id,
+        "chunk_id": chunk.chunk_id,
+        "locator": chunk.locator,
+        "open_url": open_url(notebook_id, chunk),
+        "cite": cite_link(notebook_id, chunk),
+    }

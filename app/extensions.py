@@ -14,6 +14,9 @@ from app.metrics import SEARCH
 from app.ratelimit import RateLimiter
 from app.services.recent_checks import RecentChecks
 from app.services.turn_locks import TurnLocks
+from pipeline.analysis.llm import LLMAnalysisEngine
+from pipeline.analysis.offline import OfflineEngine
+from pipeline.analysis.types import AnalysisEngine
 from pipeline.answering.extractive import ExtractiveEngine
 from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.answering.types import AnswerEngine
@@ -21,6 +24,7 @@ from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
 from pipeline.streaming.download import StreamLimits
+from pipeline.types import PipelineError
 from storage.blobs import BlobStore
 from storage.db import Database
 from storage.extractions import ExtractionStore
@@ -138,6 +142,22 @@ class Services:
         if settings.llm_base_url:
             return OpenAICompatibleEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
         return ExtractiveEngine()
+
+    @property
+    def analysis_engine_name(self) -> str:
+        """The engine a new analysis is written by: as chat's, the model when one is configured."""
+        return LLMAnalysisEngine.name if self.settings.llm_base_url else OfflineEngine.name
+
+    def analysis_engine(self, name: str) -> AnalysisEngine:
+        """The engine an analysis was started with: its steps keep writing the way it began, so a
+        result is never half one engine's; one begun with a model the settings no longer name
+        fails rather than switching."""
+        settings = self.settings
+        if name == OfflineEngine.name:
+            return OfflineEngine()
+        if name == LLMAnalysisEngine.name and settings.llm_base_url:
+            return LLMAnalysisEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
+        raise PipelineError("LLM_NOT_CONFIGURED", f"This analysis was started with the {name} engine, which is no longer configured.")
 
 
 def services() -> Services:

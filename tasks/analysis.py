@@ -15,17 +15,22 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 from sqlalchemy.orm import Session
 
 from app.extensions import services
 from app.services.analysis_steps import next_steps, step_inputs, store_step, summarise
+from pipeline.types import PipelineError
 from storage import analyses
 from storage.models import Analysis, Notebook, utcnow
 from tasks.contract import reason
 from tasks.ingest import lease
 
 log = logging.getLogger(__name__)
+
+# An unreachable or overloaded model endpoint is retried after 5, 10 and 20 s.
+MODEL_RETRIES = 3
+MODEL_RETRY_SECONDS = 5
 
 
 def start_analysis(analysis_id: str) -> None:
@@ -51,11 +56,13 @@ def advance(analysis_id: str, resend: bool = False) -> int:
     return len(due.steps)
 
 
-@shared_task(name="analysis.step")
-def step(analysis_id: str, level: int, ordinal: int) -> bool:
+@shared_task(name="analysis.step", bind=True, max_retries=MODEL_RETRIES)
+def step(self: Task, analysis_id: str, level: int, ordinal: int) -> bool:
     """Run one map or reduce step (once: a resent one finds it done), then advance. Its inputs are
     read and its points stored in two short transactions; the engine works between them, holding
-    no lock (a model answers in seconds; every other writer would wait on it)."""
+    no lock (a model answers in seconds; every other writer would wait on it). A model endpoint
+    that is down or overloaded is waited for (``MODEL_RETRIES`` times, backing off) before the
+    analysis fails with its reason."""
     svc = services()
     try:
         with svc.db.session() as session:  # the state check and a cancel's landing place
@@ -64,13 +71,15 @@ def step(analysis_id: str, level: int, ordinal: int) -> bool:
         with svc.db.reader() as session:
             analysis = session.get(Analysis, analysis_id)
             inputs = analysis and step_inputs(session, session.get(Notebook, analysis.notebook_id), analysis, level, ordinal)
-        points = summarise(inputs, svc.settings.analysis_batch) if inputs else None
+        points = summarise(inputs, svc.settings.analysis_batch, svc.analysis_engine(inputs.engine)) if inputs else None
         with svc.db.session() as session:
             analysis = _running(session, analysis_id)
             ran = bool(analysis and points is not None and store_step(session, analysis, level, ordinal, points))
         if points is not None:  # what a durability test counts: a finished step is never computed again
             log.info("analysis %s: step %d.%d computed, %s", analysis_id, level, ordinal, "stored" if ran else "discarded")
     except Exception as err:  # noqa: BLE001 (the contract: a failure ends the analysis with its reason)
+        if isinstance(err, PipelineError) and err.code == "LLM_UNAVAILABLE" and self.request.retries < MODEL_RETRIES:
+            raise self.retry(countdown=MODEL_RETRY_SECONDS * 2 ** self.request.retries) from err
         with svc.db.session() as session:
             failed = session.get(Analysis, analysis_id)
             if failed is not None and failed.state == "running":  # not one cancelled meanwhile

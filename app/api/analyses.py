@@ -13,14 +13,13 @@ from typing import Any
 from flask import Blueprint
 
 from app.api.access import visible_notebook
-from app.api.views import iso
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
 from app.http import choice_field, json_object, paging, refuse_unknown_fields, string_field
+from app.services.analysis_view import analysis_json
 from app.services.chat_request import MAX_SOURCE_IDS, id_list, pinned_revision, selected_sources
 from pipeline.analysis.types import KINDS, Focus
-from pipeline.citation_links import CiteTarget
 from storage import analyses, notebooks
 from storage.models import Analysis, Notebook
 from storage.scope import Principal
@@ -51,9 +50,9 @@ def start(notebook_id: str):  # type: ignore[no-untyped-def]
             raise ApiError(409, "TOO_MANY_ANALYSES", f"At most {MAX_ACTIVE} analyses of a notebook run at once.")
         analysis = analyses.start(
             session, notebook, requested_by=principal.user_id, focus=Focus(kind, instruction),
-            source_ids=source_ids, engine="extractive",
+            source_ids=source_ids, engine=services().analysis_engine_name,
         )
-        shown = analysis_json(session, notebook, analysis)
+        shown = analysis_json(services(), session, notebook, analysis)
     start_analysis(shown["id"])
     return shown, 202
 
@@ -66,7 +65,7 @@ def listed(notebook_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         mine = _only_own(session, principal, notebook)
         found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page, by=mine)
-        items = [analysis_json(session, notebook, analysis, with_result=False) for analysis in found]
+        items = [analysis_json(services(), session, notebook, analysis, with_result=False) for analysis in found]
         total = analyses.count(session, notebook, by=mine)
     return {"items": items, "page": page.page, "per_page": page.per_page, "total": total}
 
@@ -76,7 +75,7 @@ def read(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return analysis_json(session, notebook, _found(session, principal, notebook, analysis_id))
+        return analysis_json(services(), session, notebook, _found(session, principal, notebook, analysis_id))
 
 
 @bp.post("/<notebook_id>/analyses/<analysis_id>/cancel")
@@ -86,7 +85,7 @@ def cancel(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         analysis = _managed(session, principal, notebook, analysis_id)
         analyses.request_cancel(analysis)
-        return analysis_json(session, notebook, analysis)
+        return analysis_json(services(), session, notebook, analysis)
 
 
 @bp.delete("/<notebook_id>/analyses/<analysis_id>")
@@ -123,41 +122,3 @@ def _managed(session: Any, principal: Principal, notebook: Notebook, analysis_id
     if analysis.requested_by != principal.user_id and not notebooks.is_owner(session, principal, notebook):
         raise ApiError(403, "NOT_ANALYSIS_OWNER", "Only who started the analysis or the notebook's creator can do this.")
     return analysis
-
-
-def analysis_json(session: Any, notebook: Notebook, analysis: Analysis, *, with_result: bool = True) -> dict[str, Any]:
-    """An analysis as the API shows it; its result's points cite their chunks in the pinned
-    revision (``cite`` resolves through the evidence endpoint like a chat citation). A point whose
-    resource left the notebook stays readable, marked ``removed``, and cites nothing: its evidence
-    is gone from the notebook at once, as everywhere else."""
-    shown: dict[str, Any] = {
-        "id": analysis.id,
-        "notebook_id": notebook.id,
-        "revision_id": analysis.revision_id,
-        "kind": analysis.kind,
-        "instruction": analysis.instruction,
-        "source_ids": analysis.source_ids,
-        "engine": analysis.engine,
-        "state": analysis.state,
-        "progress": analyses.progress(session, analysis),
-        "error": {"code": analysis.error_code, "message": analysis.error} if analysis.error_code else None,
-        "requested_by": analysis.requested_by,
-        "created_at": iso(analysis.created_at),
-        "finished_at": iso(analysis.finished_at),
-    }
-    if with_result:
-        members = set(notebooks.member_ids(session, notebook))
-        points = (analysis.result or {}).get("points", [])
-        shown["result"] = None if analysis.result is None else {"points": [
-            {
-                "text": point["text"],
-                "resource_id": point["resource_id"],
-                "removed": point["resource_id"] not in members,
-                "citations": [] if point["resource_id"] not in members else [
-                    {"chunk_id": chunk_id, "cite": CiteTarget(notebook.id, analysis.revision_id, chunk_id).link}
-                    for chunk_id in point["chunk_ids"]
-                ],
-            }
-            for point in points
-        ]}
-    return shown

@@ -10,7 +10,7 @@ from typing import Any
 from flask import Blueprint, Response, stream_with_context
 
 from app.api.access import visible_notebook
-from app.api.views import iso
+from app.timestamps import iso
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import Services, services

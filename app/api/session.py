@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-from datetime import timedelta
 
 from flask import Blueprint, current_app, request, session
 

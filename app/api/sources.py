@@ -6,7 +6,8 @@ from collections import defaultdict
 from flask import Blueprint, request, send_file
 
 from app.api.access import owned_notebook, visible_notebook
-from app.api.views import iso, job_json, source_json
+from app.api.views import job_json, source_json
+from app.timestamps import iso
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services

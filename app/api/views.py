@@ -1,16 +1,12 @@
 """JSON shapes of the API (see DESIGN.md "Contracts"): extend them, never rename fields."""
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Any
 
 from app.citation_urls import cite_link, open_url
+from app.timestamps import iso
 from storage.evidence import EvidenceChunk
 from storage.models import Job, Notebook, Revision, Source
-
-
-def iso(value: datetime | None) -> str | None:
-    return value.isoformat(timespec="seconds") + "Z" if value else None
 
 
 def job_json(job: Job | None) -> dict[str, Any] | None:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from sqlalchemy.orm import Session
 
 from pipeline.analysis.batches import BatchBounds, batches
-from pipeline.analysis.offline import MAP_POINTS, REDUCE_POINTS, map_batch, ordered, reduce_summaries
-from pipeline.analysis.types import Focus, Passage, Point, Summary
+from pipeline.analysis.offline import MAP_POINTS, REDUCE_POINTS, ordered
+from pipeline.analysis.types import AnalysisEngine, Focus, Passage, Point, Summary
 from storage import analyses, evidence
 from storage.analyses import PlannedPart
 from storage.models import Analysis, AnalysisPart, Notebook
@@ -59,12 +59,14 @@ def next_steps(session: Session, notebook: Notebook, analysis: Analysis, bounds:
 
 @dataclass(frozen=True)
 class StepInputs:
-    """What one step reads: a map step's passages or a reduce step's summaries."""
+    """What one step reads: a map step's passages or a reduce step's summaries, and the name of
+    the engine that writes it (the analysis's own)."""
 
     level: int
     focus: Focus
     passages: list[Passage]
     summaries: list[Summary]
+    engine: str
 
 
 def step_inputs(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int) -> StepInputs | None:
@@ -73,17 +75,18 @@ def step_inputs(session: Session, notebook: Notebook, analysis: Analysis, level:
     if step is None or step.points is not None:
         return None
     if level == 0:
-        return StepInputs(level, analyses.focus_of(analysis), _passages(session, notebook, analysis, list(step.reads)), [])
+        return StepInputs(level, analyses.focus_of(analysis), _passages(session, notebook, analysis, list(step.reads)), [], analysis.engine)
     below = [part for part in analyses.parts(session, analysis.id, level - 1) if part.ordinal in set(step.reads)]
-    return StepInputs(level, analyses.focus_of(analysis), [], [Summary(analyses.points_of(part), ()) for part in below])
+    summaries = [Summary(analyses.points_of(part), ()) for part in below]
+    return StepInputs(level, analyses.focus_of(analysis), [], summaries, analysis.engine)
 
 
-def summarise(inputs: StepInputs, bounds: BatchBounds) -> list[Point]:
+def summarise(inputs: StepInputs, bounds: BatchBounds, engine: AnalysisEngine) -> list[Point]:
     """The engine's work, which needs no database (the tasks run it outside any transaction)."""
     map_points, reduce_points = points_per_step(bounds)
     if inputs.level == 0:
-        return map_batch(inputs.passages, inputs.focus, map_points).points
-    return reduce_summaries(inputs.summaries, inputs.focus, reduce_points).points
+        return engine.map(inputs.passages, inputs.focus, map_points)
+    return engine.reduce(inputs.summaries, inputs.focus, reduce_points)
 
 
 def store_step(session: Session, analysis: Analysis, level: int, ordinal: int, points: list[Point]) -> bool:
@@ -96,10 +99,12 @@ def store_step(session: Session, analysis: Analysis, level: int, ordinal: int, p
     return True
 
 
-def run_step(session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds) -> bool:
+def run_step(
+    session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds, engine: AnalysisEngine
+) -> bool:
     """Run one planned step in one transaction; False when it had run already."""
     inputs = step_inputs(session, notebook, analysis, level, ordinal)
-    return inputs is not None and store_step(session, analysis, level, ordinal, summarise(inputs, bounds))
+    return inputs is not None and store_step(session, analysis, level, ordinal, summarise(inputs, bounds, engine))
 
 
 def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.citation_urls import cite_link, open_url
+from app.citation_urls import passage_link
 from app.extensions import Services
 from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import chunk_title, record_titles
@@ -111,15 +111,4 @@ class TurnTools:
         return list(passages.values())[:limit]
 
     def _link(self, notebook_id: str, chunk: EvidenceChunk) -> dict[str, Any]:
-        """Where a passage is and how to open it: a citation without its quote."""
-        return {
-            "notebook_id": notebook_id,
-            "resource_id": chunk.resource_id,
-            "title": chunk_title(self._record_titles(notebook_id), chunk),
-            "revision_id": chunk.revision_id,
-            "source_id": chunk.source_id,
-            "chunk_id": chunk.chunk_id,
-            "locator": chunk.locator,
-            "open_url": open_url(notebook_id, chunk),
-            "cite": cite_link(notebook_id, chunk),
-        }
+        return passage_link(notebook_id, chunk, chunk_title(self._record_titles(notebook_id), chunk))

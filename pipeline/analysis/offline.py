@@ -80,6 +80,21 @@ def reduce_summaries(summaries: list[Summary], focus: Focus, points: int, settin
     return Summary(chosen, tuple(chunk for summary in summaries for chunk in summary.covers))
 
 
+class OfflineEngine:
+    """``map_batch`` and ``reduce_summaries`` as an ``AnalysisEngine``."""
+
+    name = "extractive"
+
+    def __init__(self, settings: OfflineSettings = OfflineSettings()) -> None:
+        self.settings = settings
+
+    def map(self, passages: list[Passage], focus: Focus, points: int) -> list[Point]:
+        return map_batch(passages, focus, points, self.settings).points
+
+    def reduce(self, summaries: list[Summary], focus: Focus, points: int) -> list[Point]:
+        return reduce_summaries(summaries, focus, points, self.settings).points
+
+
 def ordered(summary: Summary, focus: Focus) -> list[Point]:
     """A result's points as a reader takes them: a timeline by date, anything else best first."""
     if focus.kind != "timeline":

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 # What a person may ask for by name; anything else is a free-text instruction.
 KINDS = ("summary", "briefing", "study_guide", "faq", "timeline", "disagreements")
@@ -29,23 +29,32 @@ class Passage:
 
 @dataclass(frozen=True)
 class Point:
-    """One claim of a summary and the chunks it rests on; the offline engine's text is a sentence
-    quoted exactly from its one chunk. ``order`` keeps where it came from (a source's reading order)."""
+    """One claim of a summary and the chunks it rests on. ``quotes`` holds, for each chunk, the
+    exact passage of it that supports the claim; empty when the text itself is that passage (the
+    offline engine quotes one sentence of its one chunk). ``order`` keeps where it came from (a
+    source's reading order)."""
 
     text: str
     chunk_ids: tuple[str, ...]
     resource_id: str
     score: float = 0.0
     order: tuple[int, int] = (0, 0)
+    quotes: tuple[str, ...] = ()
+
+    def quote_of(self, position: int) -> str:
+        """The passage of ``chunk_ids[position]`` that supports the claim."""
+        return self.quotes[position] if self.quotes else self.text
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "chunk_ids": list(self.chunk_ids), "resource_id": self.resource_id,
-                "score": self.score, "order": list(self.order)}
+        shown = {"text": self.text, "chunk_ids": list(self.chunk_ids), "resource_id": self.resource_id,
+                 "score": self.score, "order": list(self.order)}
+        return {**shown, "quotes": list(self.quotes)} if self.quotes else shown
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> "Point":
         order = data.get("order") or (0, 0)
-        return cls(data["text"], tuple(data["chunk_ids"]), data["resource_id"], data.get("score", 0.0), (order[0], order[1]))
+        return cls(data["text"], tuple(data["chunk_ids"]), data["resource_id"], data.get("score", 0.0),
+                   (order[0], order[1]), tuple(data.get("quotes") or ()))
 
 
 @dataclass(frozen=True)
@@ -54,3 +63,14 @@ class Summary:
 
     points: list[Point]
     covers: tuple[str, ...]
+
+
+class AnalysisEngine(Protocol):
+    """Writes one step: ``map`` a batch of passages, ``reduce`` the summaries of a level below;
+    each returns at most ``points`` points, every one citing chunks of its inputs only."""
+
+    name: str
+
+    def map(self, passages: list[Passage], focus: Focus, points: int) -> list[Point]: ...
+
+    def reduce(self, summaries: list[Summary], focus: Focus, points: int) -> list[Point]: ...

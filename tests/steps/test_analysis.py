@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -13,7 +14,8 @@ from sqlalchemy import select
 from pipeline.analysis.types import Focus
 from steps.test_task_contract import counting, ingest, wrap
 from storage import analyses
-from storage.models import Analysis, AnalysisPart, Notebook
+from storage.models import Analysis, AnalysisPart, Chunk, Notebook
+from support.fake_openai_server import FAKE_CHUNK_ID
 from tasks.analysis import start_analysis
 
 if TYPE_CHECKING:
@@ -31,10 +33,10 @@ def analysed(launch: Callable[..., Instance]) -> tuple[Instance, str]:
     return instance, notebook_id
 
 
-def _start(instance: Instance, notebook_id: str) -> str:
+def _start(instance: Instance, notebook_id: str, engine: str = "extractive") -> str:
     def create(session: Any) -> str:
         return analyses.start(session, session.get(Notebook, notebook_id), requested_by=None, focus=Focus(),
-                              source_ids=[], engine="extractive").id
+                              source_ids=[], engine=engine).id
 
     analysis_id = instance.write(create)
     start_analysis(analysis_id)
@@ -59,6 +61,28 @@ def test_an_analysis_runs_every_level_on_the_worker_within_its_bounds(analysed: 
     assert len(analysis.levels) >= 2 and analysis.levels[-1] == 1 and len(parts) == sum(analysis.levels)
     assert all(p.points is not None and p.input_items <= 10 and p.input_chars <= 12_000 for p in parts)
     assert {point["resource_id"] for point in analysis.result["points"]} == {"dmca", "naacl"}
+
+
+def test_the_model_engine_runs_every_level_and_no_invented_citation_reaches_any_step(
+    launch: Callable[..., Instance], fake_server: Callable[[list[dict]], tuple[str, Path]]
+) -> None:
+    """The endpoint answers 503 once: the step waits for it (a retry), the analysis goes on."""
+    url, log = fake_server([
+        {"status": 503},
+        {"text": "- {sentence:1} [1]\n- {sentence:2} [2][{fake_chunk}]\n- A claim the model made up [41]"},
+    ])
+    instance = launch(**SMALL, GNOSI_LLM_BASE_URL=url, GNOSI_LLM_MODEL="fake-model")
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    analysis = _wait(instance, _start(instance, notebook_id, "openai-compatible"))
+    assert analysis.state == "succeeded", analysis.error
+    parts = instance.read(lambda s: list(s.scalars(select(AnalysisPart).where(AnalysisPart.analysis_id == analysis.id))))
+    assert len(log.read_text().splitlines()) == 1 + len(parts) == 1 + sum(analysis.levels) and len(analysis.levels) >= 2
+    stored = [point for part in parts for point in part.points] + analysis.result["points"]
+    assert all(len(point["chunk_ids"]) == len(point["quotes"]) >= 1 for point in stored)
+    assert not any(FAKE_CHUNK_ID in point["chunk_ids"] or "made up" in point["text"] for point in stored)
+    chunks = instance.read(lambda s: {c.chunk_id: c.text for c in s.scalars(select(Chunk))})
+    assert all(quote in chunks[chunk] for point in stored for chunk, quote in zip(point["chunk_ids"], point["quotes"]))
 
 
 def test_a_cancel_lands_between_steps(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from app.services.analysis_steps import next_steps, run_step
 from pipeline.analysis.batches import BatchBounds
+from pipeline.analysis.offline import OfflineEngine
 from storage.db import Database
 from storage.models import Analysis, Notebook
 
@@ -24,4 +25,4 @@ def run_analysis(db: Database, notebook_id: str, analysis_id: str, bounds: Batch
                 return ran
             with db.session() as session:
                 notebook, analysis = session.get(Notebook, notebook_id), session.get(Analysis, analysis_id)
-                ran += run_step(session, notebook, analysis, level, ordinal, bounds)
+                ran += run_step(session, notebook, analysis, level, ordinal, bounds, OfflineEngine())

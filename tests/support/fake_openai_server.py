@@ -11,7 +11,8 @@ A turn is an object with any of:
 * ``"text"``: the assistant content, streamed in pieces of ``"piece_chars"`` characters (default 4).
   ``{chunk:N}`` becomes the ``chunk_id`` of the N-th item of the latest tool result in the request
   (tool results are JSON, as the engine renders them); ``{fake_chunk}`` a well-formed chunk id no
-  tool ever returned.
+  tool ever returned. For an analysis step (its inputs are JSON in the user message, see
+  ``pipeline.analysis.prompts``), ``{sentence:N}`` becomes the first sentence of input ``ref`` N.
 * ``"tool_calls"``: a list of ``{"name", "arguments"}`` (``arguments``: a JSON string, with the same
   placeholders), streamed OpenAI-style: ``id`` and ``name`` first, then the arguments in pieces of
   ``"piece_chars"`` characters, so one call is split over several chunks.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -113,6 +115,9 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 def _fill(template: str, body: dict[str, Any]) -> str:
     """Replace ``{chunk:N}`` and ``{fake_chunk}`` (see the module docstring)."""
     text = template.replace("{fake_chunk}", FAKE_CHUNK_ID)
+    for ref, item in enumerate(_analysis_inputs(body.get("messages", [])), start=1):
+        first = re.split(r"(?<=[.!?])\s", str(item.get("text", "")).strip(), maxsplit=1)[0]
+        text = text.replace(f"{{sentence:{ref}}}", first)
     if "{chunk:" not in text:
         return text
     evidence = _latest_evidence(body.get("messages", []))
@@ -130,6 +135,18 @@ def _latest_evidence(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 return []
             items = result if isinstance(result, list) else [result]
             return [item for item in items if isinstance(item, dict) and "chunk_id" in item]
+    return []
+
+
+def _analysis_inputs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            try:
+                content = json.loads(message.get("content") or "null")
+            except ValueError:
+                return []
+            inputs = content.get("inputs") if isinstance(content, dict) else None
+            return [item for item in inputs or [] if isinstance(item, dict)]
     return []
 
 

@@ -12,6 +12,7 @@ from sqlalchemy import select
 
 from app.services.analysis_steps import run_step
 from pipeline.analysis.batches import BatchBounds
+from pipeline.analysis.offline import OfflineEngine
 from pipeline.analysis.types import Focus
 from pipeline.embedder import HashingEmbedder
 from storage import analyses, revisions
@@ -85,7 +86,7 @@ def test_a_run_cut_short_resumes_without_running_a_finished_step_again(notebook_
     assert first == 3 and first + rest == whole
     with db.session() as session:
         notebook_row, analysis = session.get(Notebook, notebook), session.get(Analysis, analysis_id)
-        assert not run_step(session, notebook_row, analysis, 0, 0, BOUNDS), "a resent step runs once"
+        assert not run_step(session, notebook_row, analysis, 0, 0, BOUNDS, OfflineEngine()), "a resent step runs once"
 
 
 def test_only_the_chosen_sources_are_read(notebook_id) -> None:  # type: ignore[no-untyped-def]
