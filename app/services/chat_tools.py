@@ -9,13 +9,15 @@ from typing import Any
 
 from app.citation_urls import passage_link
 from app.extensions import Services
+from app.services.chat_analyses import ChatAnalyses
 from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import chunk_title, record_titles
-from pipeline.answering.tools import notebook_tools
+from pipeline.answering.tools import analysis_tools, notebook_tools
 from pipeline.answering.types import EvidenceItem, ToolRegistry
 from pipeline.extractors.reference_lists import REFERENCES
 from storage import evidence, retrieval, revisions
 from storage.evidence import EvidenceChunk
+from storage.scope import Principal
 
 FILTERED_SEARCH_DEPTH = retrieval.MAX_RESULTS
 # Passages listed under a refusal as related: enough to show where the notebook comes closest.
@@ -23,11 +25,14 @@ MAX_RELATED = 3
 
 
 class TurnTools:
-    def __init__(self, svc: Services, contexts: list[PinnedContext]) -> None:
+    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext]) -> None:
         self.svc = svc
         self.contexts = contexts
         self.found: dict[str, tuple[str, EvidenceChunk]] = {}
         self.registry: ToolRegistry = notebook_tools(search=self.search, read=self.read, inspect=self.inspect)
+        analyses = ChatAnalyses(svc, principal, contexts, self._item)
+        for spec in analysis_tools(start=analyses.start, inspect=analyses.inspect, read=analyses.read):
+            self.registry.register(spec)
         self._titles: dict[str, dict[str, str]] = {}
 
     def _record_titles(self, notebook_id: str) -> dict[str, str]:

@@ -37,7 +37,7 @@ def run_turn(
                 {"role": m.role, "content": m.text} for m in conversations.messages(session, thread)
             ][-HISTORY_MESSAGES:]
             conversations.append(session, thread, role="user", author_id=principal.user_id, text=turn.message)
-        tools = TurnTools(svc, contexts)
+        tools = TurnTools(svc, principal, contexts)
         final = None
         events = svc.answer_engine.answer(turn.message, tools.registry, history=history, should_stop=should_stop)
         with closing(events):  # type: ignore[arg-type]

@@ -225,6 +225,8 @@ def _check_value(name: str, prop: dict[str, Any], value: Any) -> None:
         )
     if isinstance(value, str) and "maxLength" in prop and len(value) > prop["maxLength"]:
         raise PipelineError("TOOL_ARGUMENTS_INVALID", f"Argument {name!r} is longer than {prop['maxLength']}.")
+    if "enum" in prop and value not in prop["enum"]:
+        raise PipelineError("TOOL_ARGUMENTS_INVALID", f"Argument {name!r} must be one of {', '.join(map(str, prop['enum']))}.")
 
 
 def _evidence_in(result: Any) -> list[EvidenceItem]:

@@ -11,7 +11,9 @@ A turn is an object with any of:
 * ``"text"``: the assistant content, streamed in pieces of ``"piece_chars"`` characters (default 4).
   ``{chunk:N}`` becomes the ``chunk_id`` of the N-th item of the latest tool result in the request
   (tool results are JSON, as the engine renders them); ``{fake_chunk}`` a well-formed chunk id no
-  tool ever returned. For an analysis step (its inputs are JSON in the user message, see
+  tool ever returned; ``{chunk_sentence:N}`` the first sentence of that item's text (evidence is
+  found nested too, as in an analysis's points); ``{analysis_id}`` the first ``analysis_id`` in the
+  latest tool result. For an analysis step (its inputs are JSON in the user message, see
   ``pipeline.analysis.prompts``), ``{sentence:N}`` becomes the first sentence of input ``ref`` N.
 * ``"tool_calls"``: a list of ``{"name", "arguments"}`` (``arguments``: a JSON string, with the same
   placeholders), streamed OpenAI-style: ``id`` and ``name`` first, then the arguments in pieces of
@@ -113,28 +115,42 @@ class ScriptedHandler(BaseHTTPRequestHandler):
 
 
 def _fill(template: str, body: dict[str, Any]) -> str:
-    """Replace ``{chunk:N}`` and ``{fake_chunk}`` (see the module docstring)."""
+    """Replace the placeholders (see the module docstring)."""
     text = template.replace("{fake_chunk}", FAKE_CHUNK_ID)
     for ref, item in enumerate(_analysis_inputs(body.get("messages", [])), start=1):
-        first = re.split(r"(?<=[.!?])\s", str(item.get("text", "")).strip(), maxsplit=1)[0]
-        text = text.replace(f"{{sentence:{ref}}}", first)
-    if "{chunk:" not in text:
+        text = text.replace(f"{{sentence:{ref}}}", _first_sentence(item.get("text", "")))
+    if "{chunk" not in text and "{analysis_id}" not in text:
         return text
-    evidence = _latest_evidence(body.get("messages", []))
+    found = _nested_dicts(_latest_tool_result(body.get("messages", [])))
+    evidence = [item for item in found if "chunk_id" in item]
     for index, item in enumerate(evidence):
         text = text.replace(f"{{chunk:{index}}}", item.get("chunk_id", ""))
-    return text
+        text = text.replace(f"{{chunk_sentence:{index}}}", _first_sentence(item.get("text", "")))
+    analysis_ids = [item["analysis_id"] for item in found if "analysis_id" in item]
+    return text.replace("{analysis_id}", analysis_ids[0] if analysis_ids else "")
 
 
-def _latest_evidence(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _first_sentence(text: Any) -> str:
+    return re.split(r"(?<=[.!?])\s", str(text).strip(), maxsplit=1)[0]
+
+
+def _latest_tool_result(messages: list[dict[str, Any]]) -> Any:
     for message in reversed(messages):
         if message.get("role") == "tool":
             try:
-                result = json.loads(message.get("content") or "null")
+                return json.loads(message.get("content") or "null")
             except ValueError:
-                return []
-            items = result if isinstance(result, list) else [result]
-            return [item for item in items if isinstance(item, dict) and "chunk_id" in item]
+                return None
+    return None
+
+
+def _nested_dicts(value: Any) -> list[dict[str, Any]]:
+    """Every object in ``value``, outer ones first (a search's items, an analysis and its points'
+    evidence)."""
+    if isinstance(value, list):
+        return [found for item in value for found in _nested_dicts(item)]
+    if isinstance(value, dict):
+        return [value, *(found for item in value.values() for found in _nested_dicts(item))]
     return []
 
 

@@ -1,0 +1,105 @@
+"""The chat's analysis tools: start, inspect and read a durable analysis of the page notebook,
+through the same rules and views as the API (``analysis_access``, ``analysis_view``).
+
+A refusal the API would answer (a viewer starting one, too many running, an unknown id) reaches
+the model as the tool's error, with the API's code, so it can tell the person why. A result's
+points come with their chunks as evidence of this turn, within the turn's selected sources, so
+the model cites them as it cites a search's.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from app.errors import ApiError
+from app.extensions import Services
+from app.services import analysis_access
+from app.services.chat_request import PinnedContext
+from app.timestamps import iso
+from pipeline.analysis.types import Focus, Point
+from pipeline.answering.types import EvidenceItem
+from pipeline.types import PipelineError
+from storage import analyses, evidence
+from storage.evidence import EvidenceChunk
+from storage.models import Analysis, Notebook
+from storage.scope import Principal
+from tasks.analysis import start_analysis
+
+# Chunks shown per point: enough to cite it, bounded so a read stays a few pages of text.
+MAX_POINT_EVIDENCE = 3
+
+Item = Callable[[PinnedContext, EvidenceChunk, float], EvidenceItem]
+
+
+@contextmanager
+def _as_tool_error() -> Iterator[None]:
+    try:
+        yield
+    except ApiError as refused:
+        raise PipelineError(refused.code, refused.message) from refused
+
+
+class ChatAnalyses:
+    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext], item: Item) -> None:
+        self.svc = svc
+        self.principal = principal
+        self.page = contexts[0]
+        self.item = item
+
+    def start(self, kind: str, instruction: str) -> dict[str, Any]:
+        with _as_tool_error(), self.svc.db.session() as session:
+            notebook = self._notebook(session)
+            analysis = analysis_access.begin(self.svc, session, self.principal, notebook, Focus(kind, instruction),
+                                             sorted(self.page.source_ids or ()))
+            shown = _brief(session, analysis)
+        start_analysis(analysis.id)
+        return shown
+
+    def inspect(self) -> list[dict[str, Any]]:
+        with self.svc.db.reader() as session:
+            notebook = self._notebook(session)
+            mine = analysis_access.only_own(session, self.principal, notebook)
+            return [_brief(session, analysis) for analysis in analyses.of_notebook(session, notebook, limit=20, by=mine)]
+
+    def read(self, analysis_id: str) -> dict[str, Any]:
+        with _as_tool_error(), self.svc.db.reader() as session:
+            notebook = self._notebook(session)
+            analysis = analysis_access.visible(session, self.principal, notebook, analysis_id)
+            shown: dict[str, Any] = _brief(session, analysis)
+            if analysis.result is not None:
+                shown["points"] = self._points(session, notebook, analysis)
+            return shown
+
+    def _notebook(self, session: Session) -> Notebook:
+        return session.get(Notebook, self.page.notebook.id)
+
+    def _points(self, session: Session, notebook: Notebook, analysis: Analysis) -> list[dict[str, Any]]:
+        points = [Point.from_dict(point) for point in analysis.result["points"]]
+        wanted = list(dict.fromkeys(chunk_id for point in points for chunk_id in point.chunk_ids))
+        found = {chunk.chunk_id: chunk for chunk, _ in evidence.revision_chunks(session, notebook, analysis.revision_id, chunk_ids=wanted)
+                 if self.page.source_ids is None or chunk.source_id in self.page.source_ids}
+        shown = []
+        for point in points:
+            chunks = [found[chunk_id] for chunk_id in point.chunk_ids if chunk_id in found][:MAX_POINT_EVIDENCE]
+            if chunks:  # a point resting only on removed or unselected sources has nothing to cite
+                shown.append({"text": point.text, "evidence": [self.item(self.page, chunk, 0.0) for chunk in chunks]})
+        return shown
+
+
+def _brief(session: Session, analysis: Analysis) -> dict[str, Any]:
+    """What a model needs to know of an analysis: scalar fields only (``tools._bounded``)."""
+    progress = analyses.progress(session, analysis)
+    return {
+        "analysis_id": analysis.id,
+        "kind": analysis.kind,
+        "instruction": analysis.instruction,
+        "state": analysis.state,
+        "levels_planned": len(progress),
+        "steps_done": sum(level["done"] for level in progress),
+        "steps_planned": sum(level["total"] for level in progress),
+        "error": analysis.error,
+        "created_at": iso(analysis.created_at),
+    }
