@@ -20,7 +20,7 @@ from yt_dlp.downloader.http import HttpFD
 from yt_dlp.utils import YoutubeDLError, remove_terminal_sequences
 
 from pipeline.fetch import FetchPolicy
-from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard
+from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard, too_large
 from pipeline.streaming.probe import MediaProbe, ydl_params
 from pipeline.types import PipelineError
 
@@ -63,7 +63,7 @@ def download(
         info = dict(probe.info)
         size = info.get("filesize") or info.get("filesize_approx")
         if size and size > limits.max_bytes:
-            raise PipelineError("MEDIA_TOO_LARGE", f"the recording is larger than {limits.max_bytes:,} bytes")
+            raise too_large(limits.max_bytes)
         downloader = get_suitable_downloader(info, params)
         if downloader is None or not issubclass(downloader, _NATIVE):
             raise PipelineError(

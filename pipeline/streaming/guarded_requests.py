@@ -60,7 +60,7 @@ class RequestGuard:
     failure: PipelineError | None = None
     seen: dict[str, Mapping[str, str]] = field(default_factory=dict)
     deadline: float = field(init=False)
-    _open: ExitStack = field(default_factory=ExitStack)
+    _open: set[ExitStack] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         self.deadline = time.monotonic() + self.within_s
@@ -86,15 +86,30 @@ class RequestGuard:
     def count(self, size: int) -> None:
         self.read_bytes += size
         if self.read_bytes > self.max_bytes:
-            raise self.refuse(PipelineError("MEDIA_TOO_LARGE", f"the recording is larger than {self.max_bytes:,} bytes"))
+            raise self.refuse(too_large(self.max_bytes))
 
     def hold(self, opened: ExitStack) -> None:
-        """Keep a request's connection until ``close`` unless yt-dlp closes it first."""
-        self._open.enter_context(opened)
+        """Keep a request's connection until ``close`` unless it is released first."""
+        self._open.add(opened)
+
+    def release(self, opened: ExitStack) -> None:
+        """Close a request's connection (its body is read, or yt-dlp closed it): a download of
+        thousands of segments holds only the ones still open."""
+        opened.close()
+        self._open.discard(opened)
+
+    @property
+    def open_requests(self) -> int:
+        return len(self._open)
 
     def close(self) -> None:
         """Close every response yt-dlp left open (a probe opens a media link and reads nothing)."""
-        self._open.close()
+        while self._open:
+            self._open.pop().close()
+
+
+def too_large(max_bytes: int) -> PipelineError:
+    return PipelineError("MEDIA_TOO_LARGE", f"the recording is larger than {max_bytes:,} bytes")
 
 
 class _GuardedBody(io.RawIOBase):
@@ -122,7 +137,7 @@ class _GuardedBody(io.RawIOBase):
             except httpx.HTTPError as error:
                 raise TransportError(cause=error) from error
             if not self._pending:  # the whole body is read: yt-dlp seldom closes a response itself
-                self._opened.close()
+                self._guard.release(self._opened)
             self._guard.count(len(self._pending))
         size = min(len(buffer), len(self._pending))
         buffer[:size] = self._pending[:size]
@@ -130,7 +145,7 @@ class _GuardedBody(io.RawIOBase):
         return size
 
     def close(self) -> None:
-        self._opened.close()
+        self._guard.release(self._opened)
         super().close()
 
 

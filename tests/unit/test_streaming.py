@@ -13,6 +13,7 @@ from pipeline.extractors.limits import ExtractLimits
 from pipeline.fetch import FetchPolicy, open_url
 from pipeline.source_processing import ReadSource, Unchanged, extract_read, read_source
 from pipeline.streaming.download import StreamLimits, download
+from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard
 from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
 from pipeline.streaming.probe import is_streaming_url, probe
 from pipeline.types import PipelineError, SourceRef
@@ -118,6 +119,23 @@ def test_a_streamed_recording_is_downloaded_segment_by_segment_through_the_guard
     with pytest.raises(PipelineError) as refused:
         probe(f"{base}/vod.m3u8", LOCAL, max_seconds=9)
     assert refused.value.code == "MEDIA_TOO_LONG"
+
+
+def test_the_guard_holds_only_the_connections_still_open(served: tuple[str, dict[str, Served]]) -> None:
+    """A download of thousands of segments must not keep one entry per finished request."""
+    base, _ = served
+    guard = RequestGuard(LOCAL, max_bytes=10 * len(TALK), within_s=60)
+    with GuardedYoutubeDL({"quiet": True}, guard) as ydl:
+        for part in ("part1.mp3", "part2.mp3", "talk.mp3"):
+            ydl.urlopen(f"{base}/{part}").read()
+        assert guard.open_requests == 0 and guard.read_bytes == 2 * len(TALK)
+        unread = ydl.urlopen(f"{base}/talk.mp3")
+        assert guard.open_requests == 1
+        unread.close()
+        assert guard.open_requests == 0
+        ydl.urlopen(f"{base}/talk.mp3")
+        guard.close()
+        assert guard.open_requests == 0
 
 
 def test_a_live_stream_is_refused_with_its_reason(served: tuple[str, dict[str, Served]]) -> None:
