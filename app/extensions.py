@@ -145,19 +145,23 @@ class Services:
 
     @property
     def analysis_engine_name(self) -> str:
-        """The engine a new analysis is written by: as chat's, the model when one is configured."""
-        return LLMAnalysisEngine.name if self.settings.llm_base_url else OfflineEngine.name
+        """The engine a new analysis is written by, as chat's: the configured model (named with
+        it, ``openai-compatible/<model>``), else the offline engine."""
+        settings = self.settings
+        return f"{LLMAnalysisEngine.name}/{settings.llm_model}" if settings.llm_base_url else OfflineEngine.name
 
     def analysis_engine(self, name: str) -> AnalysisEngine:
         """The engine an analysis was started with: its steps keep writing the way it began, so a
-        result is never half one engine's; one begun with a model the settings no longer name
-        fails rather than switching."""
+        result is never half one model's; one begun with a model the settings no longer name
+        fails rather than switching. A model step must end within most of a lease, or the
+        sweeper would resend it while it runs."""
         settings = self.settings
         if name == OfflineEngine.name:
             return OfflineEngine()
-        if name == LLMAnalysisEngine.name and settings.llm_base_url:
-            return LLMAnalysisEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
-        raise PipelineError("LLM_NOT_CONFIGURED", f"This analysis was started with the {name} engine, which is no longer configured.")
+        if name == self.analysis_engine_name:
+            deadline = min(240.0, 0.8 * settings.job_lease_seconds)
+            return LLMAnalysisEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key, timeout=deadline)
+        raise PipelineError("LLM_NOT_CONFIGURED", f"This analysis was started with {name}, which this worker's settings do not name.")
 
 
 def services() -> Services:

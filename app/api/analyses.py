@@ -13,13 +13,11 @@ from app.http import choice_field, json_object, paging, refuse_unknown_fields, s
 from app.services import analysis_access
 from app.services.analysis_view import analysis_json
 from app.services.chat_request import MAX_SOURCE_IDS, id_list
-from pipeline.analysis.types import KINDS, Focus
+from pipeline.analysis.types import KINDS, MAX_INSTRUCTION_CHARS, Focus
 from storage import analyses
 from tasks.analysis import start_analysis
 
 bp = Blueprint("analyses", __name__, url_prefix="/api/notebooks")
-
-MAX_INSTRUCTION_CHARS = 2000
 
 
 @bp.post("/<notebook_id>/analyses")

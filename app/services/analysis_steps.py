@@ -2,8 +2,9 @@
 
 ``next_steps`` plans what is due and says which steps are left: the map level from the pinned
 revision's chunks (the notebook's current members, the chosen sources), then each reduce level
-from the summaries below it, until one summary remains and is the result. ``run_step`` runs one
-step from what its plan says it reads, and only if it has not run yet.
+from the summaries below it, until one summary remains and is the result. A step reads what its
+plan says (``step_inputs``), the engine writes its points outside any transaction
+(``summarise``), and ``store_step`` keeps them unless another run of the step stored first.
 """
 from __future__ import annotations
 
@@ -99,14 +100,6 @@ def store_step(session: Session, analysis: Analysis, level: int, ordinal: int, p
     return True
 
 
-def run_step(
-    session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds, engine: AnalysisEngine
-) -> bool:
-    """Run one planned step in one transaction; False when it had run already."""
-    inputs = step_inputs(session, notebook, analysis, level, ordinal)
-    return inputs is not None and store_step(session, analysis, level, ordinal, summarise(inputs, bounds, engine))
-
-
 def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: BatchBounds) -> list[tuple[int, int]]:
     sizes = evidence.revision_chunk_sizes(session, notebook, analysis.revision_id, source_ids=analysis.source_ids)
     if not sizes:
@@ -120,7 +113,8 @@ def _plan_map(session: Session, notebook: Notebook, analysis: Analysis, bounds: 
 
 def _passages(session: Session, notebook: Notebook, analysis: Analysis, chunk_ids: list[str]) -> list[Passage]:
     rows = evidence.revision_chunks(session, notebook, analysis.revision_id, source_ids=analysis.source_ids, chunk_ids=chunk_ids)
-    return [Passage(chunk.chunk_id, chunk.resource_id, chunk.text, ordinal, chunk.locator) for chunk, ordinal in rows]
+    return [Passage(chunk.chunk_id, chunk.resource_id, chunk.text, ordinal, chunk.locator, chunk.source_title or "")
+            for chunk, ordinal in rows]
 
 
 def _chars(part: AnalysisPart) -> int:

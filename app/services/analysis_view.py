@@ -17,6 +17,7 @@ from app.services.titles import chunk_title, record_titles
 from app.timestamps import iso
 from pipeline.analysis.types import Point
 from storage import analyses, evidence
+from storage.evidence import EvidenceChunk
 from storage.models import Analysis, Notebook
 
 
@@ -42,9 +43,7 @@ def analysis_json(svc: Services, session: Session, notebook: Notebook, analysis:
 
 
 def result_points(svc: Services, session: Session, notebook: Notebook, analysis: Analysis) -> list[dict[str, Any]]:
-    points = [Point.from_dict(point) for point in (analysis.result or {}).get("points", [])]
-    wanted = list(dict.fromkeys(chunk_id for point in points for chunk_id in point.chunk_ids))
-    found = {chunk.chunk_id: chunk for chunk, _ in evidence.revision_chunks(session, notebook, analysis.revision_id, chunk_ids=wanted)}
+    points, found = cited_chunks(session, notebook, analysis, analysis.revision_id)
     titles = record_titles(svc, notebook.table_id) if found else {}
     shown = []
     for point in points:
@@ -56,3 +55,12 @@ def result_points(svc: Services, session: Session, notebook: Notebook, analysis:
         removed = len(citations) < len(point.chunk_ids)
         shown.append({"text": point.text, "resource_id": point.resource_id, "removed": removed, "citations": citations})
     return shown
+
+
+def cited_chunks(session: Session, notebook: Notebook, analysis: Analysis, revision_id: str) -> tuple[list[Point], dict[str, EvidenceChunk]]:
+    """A result's points and the chunks they cite that ``revision_id`` serves of the notebook's
+    current members (the pinned revision for the API; a chat turn's own for its tools)."""
+    points = [Point.from_dict(point) for point in (analysis.result or {}).get("points", [])]
+    wanted = list(dict.fromkeys(chunk_id for point in points for chunk_id in point.chunk_ids))
+    rows = evidence.revision_chunks(session, notebook, revision_id, chunk_ids=wanted) if wanted else []
+    return points, {chunk.chunk_id: chunk for chunk, _ in rows}

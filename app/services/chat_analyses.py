@@ -1,10 +1,11 @@
 """The chat's analysis tools: start, inspect and read a durable analysis of the page notebook,
 through the same rules and views as the API (``analysis_access``, ``analysis_view``).
 
-A refusal the API would answer (a viewer starting one, too many running, an unknown id) reaches
-the model as the tool's error, with the API's code, so it can tell the person why. A result's
-points come with their chunks as evidence of this turn, within the turn's selected sources, so
-the model cites them as it cites a search's.
+A refusal the API would answer (too many running, an unknown id, another member's in private
+conversation mode) reaches the model as the tool's error, with the API's code, so it can tell the
+person why. A result's points come with their chunks as evidence of this turn (as the turn's
+pinned revision serves them, within its selected sources), so the model cites them as it cites a
+search's, and the answer's citations resolve in the revision the turn pins.
 """
 from __future__ import annotations
 
@@ -17,12 +18,14 @@ from sqlalchemy.orm import Session
 from app.errors import ApiError
 from app.extensions import Services
 from app.services import analysis_access
+from app.services.analysis_view import cited_chunks
 from app.services.chat_request import PinnedContext
 from app.timestamps import iso
-from pipeline.analysis.types import Focus, Point
+from pipeline.analysis.types import Focus
+from pipeline.answering.tools import MAX_ANALYSES_LISTED
 from pipeline.answering.types import EvidenceItem
 from pipeline.types import PipelineError
-from storage import analyses, evidence
+from storage import analyses
 from storage.evidence import EvidenceChunk
 from storage.models import Analysis, Notebook
 from storage.scope import Principal
@@ -32,6 +35,7 @@ from tasks.analysis import start_analysis
 MAX_POINT_EVIDENCE = 3
 
 Item = Callable[[PinnedContext, EvidenceChunk, float], EvidenceItem]
+Allowed = Callable[[PinnedContext, EvidenceChunk], bool]
 
 
 @contextmanager
@@ -43,11 +47,12 @@ def _as_tool_error() -> Iterator[None]:
 
 
 class ChatAnalyses:
-    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext], item: Item) -> None:
+    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext], item: Item, allowed: Allowed) -> None:
         self.svc = svc
         self.principal = principal
         self.page = contexts[0]
         self.item = item
+        self.allowed = allowed
 
     def start(self, kind: str, instruction: str) -> dict[str, Any]:
         with _as_tool_error(), self.svc.db.session() as session:
@@ -62,7 +67,8 @@ class ChatAnalyses:
         with self.svc.db.reader() as session:
             notebook = self._notebook(session)
             mine = analysis_access.only_own(session, self.principal, notebook)
-            return [_brief(session, analysis) for analysis in analyses.of_notebook(session, notebook, limit=20, by=mine)]
+            listed = analyses.of_notebook(session, notebook, limit=MAX_ANALYSES_LISTED, by=mine)
+            return [_brief(session, analysis) for analysis in listed]
 
     def read(self, analysis_id: str) -> dict[str, Any]:
         with _as_tool_error(), self.svc.db.reader() as session:
@@ -77,15 +83,15 @@ class ChatAnalyses:
         return session.get(Notebook, self.page.notebook.id)
 
     def _points(self, session: Session, notebook: Notebook, analysis: Analysis) -> list[dict[str, Any]]:
-        points = [Point.from_dict(point) for point in analysis.result["points"]]
-        wanted = list(dict.fromkeys(chunk_id for point in points for chunk_id in point.chunk_ids))
-        found = {chunk.chunk_id: chunk for chunk, _ in evidence.revision_chunks(session, notebook, analysis.revision_id, chunk_ids=wanted)
-                 if self.page.source_ids is None or chunk.source_id in self.page.source_ids}
+        """The points with the chunks they cite as this turn serves them (its pinned revision,
+        its selected sources): a chunk a refresh changed since, or a source the turn leaves out,
+        is not evidence of this turn."""
+        points, found = cited_chunks(session, notebook, analysis, self.page.revision.id)
         shown = []
         for point in points:
-            chunks = [found[chunk_id] for chunk_id in point.chunk_ids if chunk_id in found][:MAX_POINT_EVIDENCE]
-            if chunks:  # a point resting only on removed or unselected sources has nothing to cite
-                shown.append({"text": point.text, "evidence": [self.item(self.page, chunk, 0.0) for chunk in chunks]})
+            chunks = [found[chunk_id] for chunk_id in point.chunk_ids if chunk_id in found and self.allowed(self.page, found[chunk_id])]
+            if chunks:  # a point resting only on changed, removed or unselected sources has nothing to cite
+                shown.append({"text": point.text, "evidence": [self.item(self.page, chunk, 0.0) for chunk in chunks[:MAX_POINT_EVIDENCE]]})
         return shown
 
 

@@ -30,7 +30,7 @@ class TurnTools:
         self.contexts = contexts
         self.found: dict[str, tuple[str, EvidenceChunk]] = {}
         self.registry: ToolRegistry = notebook_tools(search=self.search, read=self.read, inspect=self.inspect)
-        analyses = ChatAnalyses(svc, principal, contexts, self._item)
+        analyses = ChatAnalyses(svc, principal, contexts, self._item, self._allowed)
         for spec in analysis_tools(start=analyses.start, inspect=analyses.inspect, read=analyses.read):
             self.registry.register(spec)
         self._titles: dict[str, dict[str, str]] = {}

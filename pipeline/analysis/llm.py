@@ -2,18 +2,28 @@
 
 One request per step (``prompts.step_messages``); the answer's points are kept only as far as
 they are grounded in the step's own inputs:
-- a marker naming no input of this step (an invented ``ref`` or chunk id) is dropped;
-- a marker whose input does not support the claim (``pipeline.answering.citations.supports``,
-  the lexical check chat uses) is dropped;
-- a point left without a marker is dropped: nothing reaches a result without its evidence.
-A map point cites the chunks it names, with the passage of each that supports it; a reduce point
-cites every chunk of the points it names, with their passages. ``last_dropped`` counts the
-markers and points dropped by the latest step (the step logs it).
+- a marker naming no input of this step (an invented ``ref``, or any chunk id: inputs are
+  numbered, their ids never shown) is dropped;
+- every cited input is checked down to the chunk passages it carries (a map input: its chunk's
+  text; a reduce input: the exact passages its point quoted), never against the wording of a
+  lower step: a chunk whose passage does not support the claim
+  (``pipeline.answering.citations.supports``, chat's lexical check) is not cited;
+- a point left without a cited chunk is dropped, and so is one longer than a sentence may be
+  (``MAX_SENTENCE_CHARS``: what keeps a reduce batch within its bounds).
+A kept point cites at most ``MAX_POINT_CHUNKS`` chunks, each with the passage of it that supports
+the claim (``best_quote``, an exact substring of the chunk). Reference-list passages are never
+sent: they say what a source cites, not what is true.
+
+The answer is bounded: ``max_tokens`` for the points asked, a character cap on what is read, and
+one deadline for the whole request (a server that streams forever is cut off). A model that wrote
+lines but no usable point is ``LLM_BAD_RESPONSE``: a step with nothing grounded would otherwise
+pass for one whose batch said nothing. ``last_dropped`` counts what the latest step dropped.
 """
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+import time
+from contextlib import closing
 from dataclasses import dataclass
 
 import httpx
@@ -23,20 +33,26 @@ from pipeline.analysis.prompts import passage_inputs, step_messages, summary_inp
 from pipeline.analysis.types import Focus, Passage, Point, Summary
 from pipeline.answering.citations import MARKER, best_quote, extract_markers, supports
 from pipeline.answering.openai_stream import stream_chunks
+from pipeline.answering.sentences import MAX_SENTENCE_CHARS
+from pipeline.extractors.reference_lists import REFERENCES
+from pipeline.types import PipelineError
 
 log = logging.getLogger(__name__)
 
 _BULLET = regex.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
+# Chunks one point cites: enough to show where it comes from, few enough to check each one.
+MAX_POINT_CHUNKS = 4
+# What one point may cost: a sentence and its markers.
+_TOKENS_PER_POINT = 160
+_CHARS_PER_POINT = 4 * _TOKENS_PER_POINT
 
 
 @dataclass(frozen=True)
-class _Cited:
-    """One input a point may cite: its text (what must support the claim), and the chunks and
-    passages a citation of it carries."""
+class _Input:
+    """One numbered input a point may cite: the chunks it carries, each with the passage a claim
+    must be supported by; ``resource_id`` and ``order`` for the point that cites it first."""
 
-    text: str
-    chunk_ids: tuple[str, ...]
-    quotes: tuple[str, ...]
+    evidence: tuple[tuple[str, str], ...]
     resource_id: str
     order: tuple[int, int]
 
@@ -50,10 +66,11 @@ class Dropped:
 class LLMAnalysisEngine:
     name = "openai-compatible"
 
-    def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 180.0, *, temperature: float = 0.0) -> None:
+    def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 240.0, *, temperature: float = 0.0) -> None:
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
-        self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
+        self.deadline_s = timeout
+        self.timeout = httpx.Timeout(min(timeout, 60.0), connect=min(timeout, 10.0))
         self.temperature = temperature
         self._headers = {"Accept": "text/event-stream"}
         if api_key:
@@ -61,53 +78,66 @@ class LLMAnalysisEngine:
         self.last_dropped = Dropped()
 
     def map(self, passages: list[Passage], focus: Focus, points: int) -> list[Point]:
-        cited = [_Cited(p.text, (p.chunk_id,), (), p.resource_id, (p.ordinal, 0)) for p in passages]
-        by_chunk = {passage.chunk_id: number for number, passage in enumerate(passages, start=1)}
-        return self._step(step_messages(focus, points, passage_inputs(passages)), cited, by_chunk, points, quote=True)
+        readable = [p for p in passages if p.locator.get("section") != REFERENCES]
+        inputs = [_Input(((p.chunk_id, p.text),), p.resource_id, (p.ordinal, 0)) for p in readable]
+        return self._step(step_messages(focus, points, passage_inputs(readable)), inputs, points)
 
     def reduce(self, summaries: list[Summary], focus: Focus, points: int) -> list[Point]:
-        inputs = [point for summary in summaries for point in summary.points]
-        cited = [_Cited(p.text, p.chunk_ids, tuple(p.quote_of(i) for i in range(len(p.chunk_ids))), p.resource_id, p.order)
-                 for p in inputs]
-        return self._step(step_messages(focus, points, summary_inputs(summaries)), cited, {}, points, quote=False)
+        lower = [point for summary in summaries for point in summary.points]
+        inputs = [_Input(tuple((chunk, p.quote_of(i)) for i, chunk in enumerate(p.chunk_ids)), p.resource_id, p.order)
+                  for p in lower]
+        return self._step(step_messages(focus, points, summary_inputs(summaries)), inputs, points)
 
-    def _step(self, messages: list[dict], cited: list[_Cited], by_chunk: dict[str, int], points: int, *, quote: bool) -> list[Point]:
+    def _step(self, messages: list[dict], inputs: list[_Input], points: int) -> list[Point]:
         self.last_dropped = Dropped()
-        written = [line for line in self._complete(messages).splitlines() if line.strip()]
-        kept = [point for line in written if (point := self._point(line, cited, by_chunk, quote)) is not None]
-        self.last_dropped.points += max(0, len(kept) - points)
-        log.info("model step: %d points kept; %d citations and %d points dropped",
-                 min(points, len(kept)), self.last_dropped.markers, self.last_dropped.points)
-        return kept[:points]
+        if not inputs:
+            return []
+        written = [line for line in self._complete(messages, points).splitlines() if line.strip()]
+        kept: list[Point] = []
+        for line in written:
+            if len(kept) == points:
+                break
+            if (point := self._point(line, inputs)) is not None:
+                kept.append(point)
+        log.info("model step: %d points kept of %d lines; %d citations and %d points dropped",
+                 len(kept), len(written), self.last_dropped.markers, self.last_dropped.points)
+        if written and not kept:
+            raise PipelineError("LLM_BAD_RESPONSE", "The model wrote no point that cites its inputs as asked.")
+        return kept
 
-    def _complete(self, messages: list[dict]) -> str:
-        payload = {"model": self.model, "messages": messages, "stream": True, "temperature": self.temperature}
+    def _complete(self, messages: list[dict], points: int) -> str:
+        payload = {"model": self.model, "messages": messages, "stream": True, "temperature": self.temperature,
+                   "max_tokens": points * _TOKENS_PER_POINT}
         parts: list[str] = []
-        with httpx.Client(timeout=self.timeout) as client:
-            for chunk in stream_chunks(client, self.url, payload, self._headers):
+        read = 0
+        deadline = time.monotonic() + self.deadline_s
+        with httpx.Client(timeout=self.timeout) as client, closing(stream_chunks(client, self.url, payload, self._headers)) as chunks:
+            for chunk in chunks:
+                if time.monotonic() > deadline:
+                    raise PipelineError("LLM_UNAVAILABLE", f"The model took longer than {self.deadline_s:,.0f} s.")
                 for choice in chunk.get("choices") or []:
-                    parts.append((choice.get("delta") or {}).get("content") or "")
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    parts.append(piece)
+                    read += len(piece)
+                if read > points * _CHARS_PER_POINT * 2:
+                    break  # more than the points asked for could fill: the rest is not read
         return "".join(parts)
 
-    def _point(self, line: str, cited: Sequence[_Cited], by_chunk: dict[str, int], quote: bool) -> Point | None:
+    def _point(self, line: str, inputs: list[_Input]) -> Point | None:
         claim = " ".join(MARKER.sub("", _BULLET.sub("", line)).split())
-        refs = [number for marker in extract_markers(line) if (number := _ref(marker, len(cited), by_chunk))]
-        self.last_dropped.markers += len(extract_markers(line)) - len(refs)
-        backing = [cited[number - 1] for number in dict.fromkeys(refs)]
-        supported = [item for item in backing if supports(item.text, claim)]
-        self.last_dropped.markers += len(backing) - len(supported)
-        if not claim or not supported:
+        markers = extract_markers(line)
+        refs = list(dict.fromkeys(int(marker) for marker in markers if marker.isdigit() and 1 <= int(marker) <= len(inputs)))
+        cited: dict[str, str] = {}
+        for number in refs:
+            for chunk_id, passage in inputs[number - 1].evidence:
+                if chunk_id not in cited and supports(passage, claim):
+                    cited[chunk_id] = best_quote(passage, claim)
+        supported = [number for number in refs if any(chunk in cited for chunk, _ in inputs[number - 1].evidence)]
+        self.last_dropped.markers += len(markers) - len(supported)
+        if not claim or not cited or len(claim) > MAX_SENTENCE_CHARS:
             self.last_dropped.points += 1
             return None
-        chunk_ids = tuple(dict.fromkeys(chunk for item in supported for chunk in item.chunk_ids))
-        quotes = {chunk: (best_quote(item.text, claim) if quote else item.quotes[i])
-                  for item in supported for i, chunk in enumerate(item.chunk_ids)}
-        first = supported[0]
-        return Point(claim, chunk_ids, first.resource_id, 0.0, first.order, tuple(quotes[chunk] for chunk in chunk_ids))
+        chunk_ids = tuple(cited)[:MAX_POINT_CHUNKS]
+        first = inputs[supported[0] - 1]
+        return Point(claim, chunk_ids, first.resource_id, 0.0, first.order, tuple(cited[chunk] for chunk in chunk_ids))
 
-
-def _ref(marker: str, count: int, by_chunk: dict[str, int]) -> int | None:
-    """The 1-based input a marker names: a ``ref`` number, or (map) a passage's chunk id."""
-    if marker.isdigit():
-        return int(marker) if 1 <= int(marker) <= count else None
-    return by_chunk.get(marker)

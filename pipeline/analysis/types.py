@@ -6,6 +6,7 @@ from typing import Any, Protocol
 
 # What a person may ask for by name; anything else is a free-text instruction.
 KINDS = ("summary", "briefing", "study_guide", "faq", "timeline", "disagreements")
+MAX_INSTRUCTION_CHARS = 2000
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,7 @@ class Passage:
     text: str
     ordinal: int = 0
     locator: dict[str, Any] = field(default_factory=dict)
+    title: str = ""
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from pipeline.analysis.types import KINDS
+from pipeline.analysis.types import KINDS, MAX_INSTRUCTION_CHARS
 from pipeline.answering.types import EvidenceItem, ToolRegistry, ToolSpec
 
 SEARCH_NOTEBOOK = "search_notebook"
@@ -28,7 +28,6 @@ MAX_CHUNK_ID_CHARS = 100
 MAX_SOURCES_LISTED = 200
 MAX_METADATA_CHARS = 300
 MAX_ANALYSES_LISTED = 20
-MAX_INSTRUCTION_CHARS = 2000
 MAX_ANALYSIS_ID_CHARS = 64
 
 SearchFunction = Callable[[str, int], list[EvidenceItem]]

@@ -58,6 +58,8 @@ def test_a_turn_starts_an_analysis_and_a_later_one_reads_and_cites_it(  # type: 
     assert _tool_results(log, 1)[-1]["analysis_id"] == analysis_id
 
     run_analysis(services_of(world).db, notebook_id, analysis_id, BOUNDS)
+    assert world.call("POST", f"/api/notebooks/{notebook_id}/refresh").status_code == 202
+    current = index(world, notebook_id)  # a new revision, serving the same chunks
     read = _chat(world, notebook_id, "What did the timeline find?")
     done = read[-1][1]
     assert read[-1][0] == "done" and done["status"] == "answered" and done["dropped"] == 0
@@ -66,6 +68,8 @@ def test_a_turn_starts_an_analysis_and_a_later_one_reads_and_cites_it(  # type: 
     cited = {chunk for point in result["points"] for chunk in point["chunk_ids"]}
     assert [c["chunk_id"] for c in done["citations"]] and {c["chunk_id"] for c in done["citations"]} <= cited
     assert done["citations"][0]["open_url"] and done["citations"][0]["title"] == "Digital Millennium Copyright Act"
+    assert {c["revision_id"] for c in done["citations"]} == {current}, "cited in the revision the turn pins"
+    assert listed[0]["revision_id"] != current
     shown = _tool_results(log, 4)[-1]
     assert shown["state"] == "succeeded" and shown["points"] and all(p["evidence"] for p in shown["points"])
 

@@ -16,7 +16,7 @@ from steps.test_task_contract import counting, ingest, wrap
 from storage import analyses
 from storage.models import Analysis, AnalysisPart, Chunk, Notebook
 from support.fake_openai_server import FAKE_CHUNK_ID
-from tasks.analysis import start_analysis
+from tasks.analysis import MODEL_RETRIES, start_analysis
 
 if TYPE_CHECKING:
     from steps.conftest import Instance, StepLog
@@ -74,7 +74,7 @@ def test_the_model_engine_runs_every_level_and_no_invented_citation_reaches_any_
     instance = launch(**SMALL, GNOSI_LLM_BASE_URL=url, GNOSI_LLM_MODEL="fake-model")
     notebook_id, job = ingest(instance)
     assert job.state == "succeeded", job.error
-    analysis = _wait(instance, _start(instance, notebook_id, "openai-compatible"))
+    analysis = _wait(instance, _start(instance, notebook_id, "openai-compatible/fake-model"))
     assert analysis.state == "succeeded", analysis.error
     parts = instance.read(lambda s: list(s.scalars(select(AnalysisPart).where(AnalysisPart.analysis_id == analysis.id))))
     assert len(log.read_text().splitlines()) == 1 + len(parts) == 1 + sum(analysis.levels) and len(analysis.levels) >= 2
@@ -83,6 +83,21 @@ def test_the_model_engine_runs_every_level_and_no_invented_citation_reaches_any_
     assert not any(FAKE_CHUNK_ID in point["chunk_ids"] or "made up" in point["text"] for point in stored)
     chunks = instance.read(lambda s: {c.chunk_id: c.text for c in s.scalars(select(Chunk))})
     assert all(quote in chunks[chunk] for point in stored for chunk, quote in zip(point["chunk_ids"], point["quotes"]))
+
+
+def test_a_model_that_stays_down_fails_the_analysis_after_its_retries_and_another_model_is_never_used(
+    launch: Callable[..., Instance], fake_server: Callable[[list[dict]], tuple[str, Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("tasks.analysis.MODEL_RETRY_SECONDS", 0)
+    url, log = fake_server([{"status": 503}])
+    instance = launch(**SMALL, GNOSI_LLM_BASE_URL=url, GNOSI_LLM_MODEL="fake-model")
+    notebook_id, job = ingest(instance)
+    assert job.state == "succeeded", job.error
+    down = _wait(instance, _start(instance, notebook_id, "openai-compatible/fake-model"))
+    assert (down.state, down.error_code) == ("failed", "LLM_UNAVAILABLE")
+    assert len(log.read_text().splitlines()) >= 1 + MODEL_RETRIES, "the step was retried before the analysis failed"
+    other = _wait(instance, _start(instance, notebook_id, "openai-compatible/a-model-since-replaced"))
+    assert (other.state, other.error_code) == ("failed", "LLM_NOT_CONFIGURED")
 
 
 def test_a_cancel_lands_between_steps(

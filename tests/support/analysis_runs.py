@@ -2,9 +2,12 @@
 need a finished analysis without a worker)."""
 from __future__ import annotations
 
-from app.services.analysis_steps import next_steps, run_step
+from sqlalchemy.orm import Session
+
+from app.services.analysis_steps import next_steps, step_inputs, store_step, summarise
 from pipeline.analysis.batches import BatchBounds
 from pipeline.analysis.offline import OfflineEngine
+from pipeline.analysis.types import AnalysisEngine
 from storage.db import Database
 from storage.models import Analysis, Notebook
 
@@ -26,3 +29,12 @@ def run_analysis(db: Database, notebook_id: str, analysis_id: str, bounds: Batch
             with db.session() as session:
                 notebook, analysis = session.get(Notebook, notebook_id), session.get(Analysis, analysis_id)
                 ran += run_step(session, notebook, analysis, level, ordinal, bounds, OfflineEngine())
+
+
+def run_step(
+    session: Session, notebook: Notebook, analysis: Analysis, level: int, ordinal: int, bounds: BatchBounds, engine: AnalysisEngine
+) -> bool:
+    """One planned step in one transaction (the tasks use two, the engine between them); False
+    when it had run already."""
+    inputs = step_inputs(session, notebook, analysis, level, ordinal)
+    return inputs is not None and store_step(session, analysis, level, ordinal, summarise(inputs, bounds, engine))

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 from sqlalchemy import select
 
-from app.services.analysis_steps import run_step
 from pipeline.analysis.batches import BatchBounds
 from pipeline.analysis.offline import OfflineEngine
 from pipeline.analysis.types import Focus
@@ -19,7 +18,7 @@ from storage import analyses, revisions
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Analysis, AnalysisPart, Chunk, Notebook, Source
-from support.analysis_runs import run_analysis
+from support.analysis_runs import run_analysis, run_step
 from support.services import CORPUS
 from support.stored_notebooks import stored_notebook
 
