@@ -1,6 +1,7 @@
 """compose.yaml's topology, run as local processes with the file's own commands (Docker is not
 available here): Redis, web (`gnosi serve`), the coordinator with beat, two extract workers that
-see neither the database nor the vault. web reports ready, and a notebook is ingested and searched."""
+see neither the database nor the vault, and the analysis worker. web reports ready, a notebook is
+ingested and searched, and an analysis of it runs on the analysis worker."""
 from __future__ import annotations
 
 import time
@@ -51,6 +52,7 @@ def test_the_compose_topology_runs_as_local_processes(tmp_path: Path) -> None:
     with deployment(tmp_path, vault.root, vault.table_id, GNOSI_SWEEP_INTERVAL_SECONDS="1") as d:
         d.start_web()
         d.start_celery("coordinator", _local(services["coordinator"]["command"]))
+        d.start_celery("analysis", _local(services["analysis"]["command"]))
         for n in range(services["extract"]["deploy"]["replicas"]):
             _start_extract_worker(d, f"extract-{n}", services["extract"]["command"])
         assert _ready(d).status_code == 200, "web never reported ready, as compose's healthcheck requires"
@@ -63,6 +65,11 @@ def test_the_compose_topology_runs_as_local_processes(tmp_path: Path) -> None:
         assert "Task ingest.activate[" in logs["coordinator"]
         assert any("Task ingest.extract[" in logs[name] for name in ("extract-0", "extract-1"))
         assert not list(tmp_path.glob("extract-*/**/*.sqlite3")), "an extract worker opened a database"
+        analysis_id = d.api.post(f"/api/notebooks/{notebook_id}/analyses", {"kind": "summary"}).json()["id"]
+        analysed = _analysed(d, notebook_id, analysis_id)
+        assert analysed["state"] == "succeeded" and analysed["result"]["points"], analysed
+        assert "Task analysis.step[" in (tmp_path / "worker-analysis.log").read_text()
+        assert "Task analysis.step[" not in (tmp_path / "worker-coordinator.log").read_text()
 
 
 def _ready(d: Deployment, timeout: float = 60) -> Response:
@@ -73,3 +80,11 @@ def _ready(d: Deployment, timeout: float = 60) -> Response:
         if response.status_code == 200 or time.monotonic() > deadline:
             return response
         time.sleep(0.5)
+
+
+def _analysed(d: Deployment, notebook_id: str, analysis_id: str, timeout: float = 120) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while (shown := d.api.get(f"/api/notebooks/{notebook_id}/analyses/{analysis_id}").json())["state"] in ("queued", "running"):
+        assert time.monotonic() < deadline, shown
+        time.sleep(0.2)
+    return shown

@@ -25,10 +25,18 @@ def test_the_compose_file_validates_against_the_compose_specification() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_only_web_and_the_coordinator_hold_the_data_volume() -> None:
+def test_only_the_database_hosts_services_hold_the_data_volume() -> None:
     mounted = {name for name, service in _services().items()
                if any(str(volume).startswith("gnosi-data:") for volume in service.get("volumes", []))}
-    assert mounted == {"web", "coordinator"}
+    assert mounted == {"web", "coordinator", "analysis"}
+
+
+def test_analyses_run_apart_from_the_sweeper() -> None:
+    """A model step may take minutes: on the coordinator's one process it would hold up the
+    sweeper, whose heartbeat /readyz checks."""
+    services = _services()
+    assert services["coordinator"]["command"][2:4] == ["-Q", "coordinator"]
+    assert services["analysis"]["command"][2:4] == ["-Q", "analysis"]
 
 
 def test_one_beat_and_web_is_healthy_only_when_ready() -> None:
