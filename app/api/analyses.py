@@ -14,7 +14,7 @@ from app.services import analysis_access
 from app.services.analysis_view import analysis_json
 from app.services.chat_request import MAX_SOURCE_IDS, id_list
 from pipeline.analysis.types import KINDS, MAX_INSTRUCTION_CHARS, Focus
-from storage import analyses
+from storage import analyses, notebooks
 from tasks.analysis import start_analysis
 
 bp = Blueprint("analyses", __name__, url_prefix="/api/notebooks")
@@ -31,7 +31,7 @@ def start(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.session() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         analysis = analysis_access.begin(services(), session, principal, notebook, Focus(kind, instruction), source_ids)
-        shown = analysis_json(services(), session, notebook, analysis)
+        shown = analysis_json(services(), session, notebook, analysis, can_manage=True)
     start_analysis(shown["id"])
     return shown, 202
 
@@ -43,10 +43,15 @@ def listed(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         mine = analysis_access.only_own(session, principal, notebook)
+        owner = notebooks.is_owner(session, principal, notebook)
         found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page, by=mine)
-        items = [analysis_json(services(), session, notebook, analysis, with_result=False) for analysis in found]
+        items = [
+            analysis_json(services(), session, notebook, analysis, with_result=False,
+                          can_manage=analysis_access.may_manage(principal, analysis, owner=owner))
+            for analysis in found
+        ]
         total = analyses.count(session, notebook, by=mine)
-    return {"items": items, "page": page.page, "per_page": page.per_page, "total": total}
+    return {"items": items, "page": page.page, "per_page": page.per_page, "total": total, "can_start": principal.can_write}
 
 
 @bp.get("/<notebook_id>/analyses/<analysis_id>")
@@ -54,7 +59,10 @@ def read(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return analysis_json(services(), session, notebook, analysis_access.visible(session, principal, notebook, analysis_id))
+        analysis = analysis_access.visible(session, principal, notebook, analysis_id)
+        owner = notebooks.is_owner(session, principal, notebook)
+        return analysis_json(services(), session, notebook, analysis,
+                             can_manage=analysis_access.may_manage(principal, analysis, owner=owner))
 
 
 @bp.post("/<notebook_id>/analyses/<analysis_id>/cancel")
@@ -64,7 +72,7 @@ def cancel(notebook_id: str, analysis_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         analysis = analysis_access.managed(session, principal, notebook, analysis_id)
         analyses.request_cancel(analysis)
-        return analysis_json(services(), session, notebook, analysis)
+        return analysis_json(services(), session, notebook, analysis, can_manage=True)
 
 
 @bp.delete("/<notebook_id>/analyses/<analysis_id>")

@@ -56,6 +56,12 @@ def managed(session: Session, principal: Principal, notebook: Notebook, analysis
     analysis = visible(session, principal, notebook, analysis_id)
     if not principal.can_write:
         raise ApiError(403, "READ_ONLY", "Viewers can read analyses but not cancel or delete one.")
-    if analysis.requested_by != principal.user_id and not notebooks.is_owner(session, principal, notebook):
+    if not may_manage(principal, analysis, owner=notebooks.is_owner(session, principal, notebook)):
         raise ApiError(403, "NOT_ANALYSIS_OWNER", "Only who started the analysis or the notebook's creator can do this.")
     return analysis
+
+
+def may_manage(principal: Principal, analysis: Analysis, *, owner: bool) -> bool:
+    """Whether the caller may cancel or delete ``analysis`` (``owner``: of its notebook), so a
+    client shows only the actions the server would accept."""
+    return principal.can_write and (owner or analysis.requested_by == principal.user_id)

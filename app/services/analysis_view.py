@@ -21,7 +21,10 @@ from storage.evidence import EvidenceChunk
 from storage.models import Analysis, Notebook
 
 
-def analysis_json(svc: Services, session: Session, notebook: Notebook, analysis: Analysis, *, with_result: bool = True) -> dict[str, Any]:
+def analysis_json(
+    svc: Services, session: Session, notebook: Notebook, analysis: Analysis, *, can_manage: bool, with_result: bool = True
+) -> dict[str, Any]:
+    """``can_manage``: whether the reader may cancel or delete it (``analysis_access.may_manage``)."""
     shown: dict[str, Any] = {
         "id": analysis.id,
         "notebook_id": notebook.id,
@@ -36,6 +39,7 @@ def analysis_json(svc: Services, session: Session, notebook: Notebook, analysis:
         "requested_by": analysis.requested_by,
         "created_at": iso(analysis.created_at),
         "finished_at": iso(analysis.finished_at),
+        "can_manage": can_manage,
     }
     if with_result:
         shown["result"] = None if analysis.result is None else {"points": result_points(svc, session, notebook, analysis)}

@@ -19,6 +19,17 @@ from pipeline.speech.models import missing
 from pipeline.speech.settings import SpeechSettings
 
 
+# Subtitles people wrote, attached as a file: timed like a transcript, but no machine wrote them.
+CAPTIONS = """WEBVTT
+
+00:00:01.000 --> 00:00:04.000
+The path climbs through pine woods above the lake.
+
+00:00:04.500 --> 00:00:09.000
+Snow still lies on the northern slopes in June.
+"""
+
+
 @pytest.fixture(scope="module")
 def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: ignore[no-untyped-def]
     """A service of its own whose notebook holds the licence read in English then German, the
@@ -28,6 +39,8 @@ def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: igno
     vault = VaultBuilder(tmp / "vault")
     vault.record("licence", "The MIT licence, read aloud", file=vault.attach_corpus("audio/multilingual.mp3"))
     vault.record("librivox", "Shakespeare on Scenery, opening", file=vault.attach_corpus("audio/sample_10s_video-mp4.mp4"))
+    (vault.root / "files" / "captions.en.vtt").write_text(CAPTIONS, encoding="utf-8")
+    vault.record("captions", "Captions of a mountain walk", file="files/captions.en.vtt")
     online = tmp / "online"
     online.mkdir()
     shutil.copyfile(CORPUS / "audio" / "jfk.flac", online / "jfk.flac")
@@ -36,7 +49,7 @@ def recordings(tmp_path_factory) -> Iterator[tuple[Service, str]]:  # type: igno
         vault.record("inaugural", "Inaugural address, online", link=f"{served}/jfk.flac")
         d = stack.enter_context(deployment(tmp, vault.root, vault.table_id, redis=False))
         d.start_web()
-        notebook_id = d.api.create(["licence", "librivox", "inaugural"], title="Recordings")
+        notebook_id = d.api.create(["licence", "librivox", "inaugural", "captions"], title="Recordings")
         detail = d.api.wait_for_job(notebook_id, timeout=240)
         assert detail["job"]["state"] == "succeeded", detail
         yield Service(d, str(d.api.http.base_url).rstrip("/"), d.token, d.token, ""), notebook_id
@@ -119,7 +132,10 @@ def test_the_sources_panel_says_how_long_each_recording_plays_and_what_transcrib
     page = open_page("desktop")
     sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}")
     recording = page.locator("#panel-sources .source-item[data-resource-id=inaugural] [data-role=recording]")
-    expect(recording).to_have_text("Recording, 0:11 · transcribed by base")
+    expect(recording).to_have_text("Recording, 0:11 · machine-transcribed (base)")
     expect(page.locator("#panel-sources .source-item[data-resource-id=licence] [data-role=recording]")).to_have_text(
-        re.compile(r"^Recording, 0:59 · transcribed by base$")
+        re.compile(r"^Recording, 0:59 · machine-transcribed \(base\)$")
+    )
+    expect(page.locator("#panel-sources .source-item[data-resource-id=captions] [data-role=recording]")).to_have_text(
+        "Recording, 0:09 · transcript: subtitles file (en)"
     )

@@ -4,11 +4,10 @@
  * the transcript read-only: no composer, no retry.
  */
 import { api } from "./api.js";
+import { citationItem, citationLink, openCitationsIn } from "./citations.js";
 import { byRole, confirmDialog, h, showError } from "./dom.js";
-import { citationHref, isWebCitation, locatorLabel, showEvidence } from "./viewer.js";
 
 const MARKER = /\s*\[(ch_[A-Za-z0-9_-]+)\]/g;
-const QUOTE_PREVIEW = 220;
 
 export class ChatPanel {
   constructor(page) {
@@ -17,9 +16,7 @@ export class ChatPanel {
     this.transcript = byRole("transcript", this.root);
     this.composer = byRole("composer", this.root);
     this.note = byRole("chat-note", this.root);
-    this.viewerDialog = byRole("viewer-dialog");
     this.messages = [];
-    this.citations = new WeakMap();
     this.chosenSources = new Set();
     this.chosenNotebooks = new Set();
     this.ws = null;
@@ -35,8 +32,7 @@ export class ChatPanel {
         this.composer.requestSubmit();
       }
     });
-    this.transcript.addEventListener("click", (event) => this.openCitation(event));
-    this.viewerDialog.querySelector('[data-action="close"]').addEventListener("click", () => this.viewerDialog.close());
+    openCitationsIn(this.transcript, byRole("viewer-dialog"));
     this.root.querySelector('[data-action="clear-conversation"]').addEventListener("click", () => this.clear());
     window.addEventListener("pagehide", () => this.ws?.close());
   }
@@ -168,7 +164,7 @@ export class ChatPanel {
         p.append(paragraph.slice(at, match.index));
         at = match.index + match[0].length;
         const index = numbers.get(match[1]);
-        if (index !== undefined) p.append(" ", this.citationLink(citations[index], index + 1, `[${index + 1}]`));
+        if (index !== undefined) p.append(" ", citationLink(citations[index], index + 1, `[${index + 1}]`));
       }
       p.append(paragraph.slice(at));
       body.append(p);
@@ -177,10 +173,7 @@ export class ChatPanel {
     item.append(body);
     if (citations.length) {
       item.append(
-        h("ol", { class: "citations", "aria-label": "Citations" }, ...citations.map((citation, index) =>
-          h("li", {},
-            this.citationLink(citation, index + 1, `${citation.title} · ${locatorLabel(citation.locator)}`),
-            citation.quote ? h("q", { class: "muted" }, citation.quote.length > QUOTE_PREVIEW ? `${citation.quote.slice(0, QUOTE_PREVIEW)}…` : citation.quote) : null))),
+        h("ol", { class: "citations", "aria-label": "Citations" }, ...citations.map((citation, index) => citationItem(citation, index + 1))),
       );
     }
     const related = message.status === "no_evidence" ? message.related || [] : [];
@@ -188,40 +181,9 @@ export class ChatPanel {
       item.append(
         h("p", { class: "related-note muted" }, "Related, but they do not answer this:"),
         h("ul", { class: "citations related", "aria-label": "Related passages" }, ...related.map((passage, index) =>
-          h("li", {}, this.citationLink(passage, index + 1, `${passage.title} · ${locatorLabel(passage.locator)}`, "Related passage")))),
+          citationItem(passage, index + 1, { kind: "Related passage", quote: false }))),
       );
     }
-  }
-
-  /** `kind` names the link for screen readers: a citation, or a related passage under a refusal. */
-  citationLink(citation, number, text, kind = "Citation") {
-    const web = isWebCitation(citation);
-    const link = h("a", {
-      class: "cite",
-      href: citationHref(citation),
-      "data-citation": String(number),
-      "aria-label": `${kind} ${number}: ${citation.title}, ${locatorLabel(citation.locator)}${web ? " (opens the web page in a new tab)" : ""}`,
-      target: web ? "_blank" : null,
-      rel: web ? "noopener noreferrer" : null,
-    }, text);
-    this.citations.set(link, citation);
-    return link;
-  }
-
-  /** Non-web citations open in the in-app viewer; a modified click keeps the browser's way. */
-  openCitation(event) {
-    const link = event.target.closest("a[data-citation]");
-    if (!link || isWebCitation(this.citations.get(link)) || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
-    event.preventDefault();
-    const citation = this.citations.get(link);
-    this.viewerDialog.showModal();
-    showEvidence(byRole("viewer", this.viewerDialog), {
-      notebookId: citation.notebook_id,
-      chunkId: citation.chunk_id,
-      revisionId: citation.revision_id,
-      quote: citation.quote,
-      title: citation.title,
-    });
   }
 
   async clear() {

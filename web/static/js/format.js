@@ -41,3 +41,13 @@ export function formatTime(seconds) {
   const [hours, minutes, secs] = parts.map((n) => String(n).padStart(2, "0"));
   return total >= 3600 ? `${hours}:${minutes}:${secs}` : `${Number(minutes)}:${secs}`;
 }
+
+// How pipeline/extractors/subtitles.py labels a transcript that people wrote: a site's subtitles
+// or an attached subtitles file. Any other label names the speech model that transcribed it.
+const SUBTITLES = /^(site subtitles|subtitles file)\b/;
+
+/** What wrote a recording's transcript, as the sources panel and the viewer say it. */
+export function transcriptNote(by) {
+  if (!by) return "";
+  return SUBTITLES.test(by) ? ` · transcript: ${by}` : ` · machine-transcribed (${by})`;
+}

@@ -3,7 +3,7 @@
  * (or, for a recording fetched from a URL, at its own address), with the transcript around them.
  */
 import { byRole, h } from "./dom.js";
-import { formatTime } from "./format.js";
+import { formatTime, transcriptNote } from "./format.js";
 import { fileUrl, locatorText, markedText } from "./viewer.js";
 
 /**
@@ -55,8 +55,7 @@ export function showMedia(root, evidence, notebookId, quote) {
       part.cited ? markedText(part.text, quote) : h("p", { class: "evidence-text" }, part.text),
     ),
   );
-  const by = evidence.locator.transcript;
-  const heard = !by ? "" : by.startsWith("site ") ? ` · transcript: ${by}` : ` · machine-transcribed (${by})`;
+  const heard = transcriptNote(evidence.locator.transcript);
   const range = from === start && to === end ? locatorText(evidence.locator) : `${locatorText({ start: from, end: to })}, the quoted words (the passage runs ${locatorText(evidence.locator)})`;
   byRole("viewer-meta", root).textContent = `Plays ${range}${heard}`;
   byRole("viewer-body", root).replaceChildren(player, h("ol", { class: "media-transcript", "data-role": "transcript" }, parts));

@@ -1,9 +1,11 @@
 /**
- * The notebook page: sources, chat and settings side by side on wide screens, as tabs on narrow
- * ones. Only this visible notebook is polled: every 1.5 s while a job runs, every 10 s otherwise,
- * and the shared transcript every 10 s; a hidden tab polls nothing.
+ * The notebook page: sources, chat, analyses and settings side by side on wide screens, as tabs on
+ * narrow ones. Only this visible notebook is polled: every 1.5 s while a job runs, every 10 s
+ * otherwise, the shared transcript every 10 s, and its analyses while one runs (analyses.js); a
+ * hidden tab polls nothing.
  */
 import { api } from "./api.js";
+import { AnalysesPanel } from "./analyses.js";
 import { byRole, confirmDialog, formatDate, h, pageError } from "./dom.js";
 import { MODE, VISIBILITY, jobActive, notebookStatus } from "./format.js";
 import { Poller } from "./poller.js";
@@ -84,9 +86,10 @@ class NotebookPage {
     }
     this.sources = new SourcesPanel(this);
     this.chat = new ChatPanel(this);
+    this.analyses = new AnalysesPanel(this);
     this.render();
     setupTabs(this.detail.active_revision ? "chat" : "sources");
-    await Promise.all([this.sources.load(), this.chat.load()]).catch(pageError);
+    await Promise.all([this.sources.load(), this.chat.load(), this.analyses.load()]).catch(pageError);
     this.progress = new Poller(() => this.poll(), () => (jobActive(this.detail.job) ? JOB_POLL_MS : IDLE_POLL_MS));
     this.transcriptPoller = new Poller(
       () => this.chat.loadTranscript(),
@@ -114,10 +117,11 @@ class NotebookPage {
     else this.sources.renderProgress();
     if (revisionChanged) await this.chat.loadSources();
     if (before.conversation_mode !== this.detail.conversation_mode) {
-      await this.chat.loadTranscript();
+      await Promise.all([this.chat.loadTranscript(), this.analyses.load()]);
       this.transcriptPoller.schedule();
     }
     this.chat.renderComposer();
+    this.analyses.renderForm();
     this.progress?.schedule();
   }
 
@@ -172,7 +176,7 @@ class NotebookPage {
       });
       status.textContent = "Settings saved.";
       this.render();
-      await this.chat.loadTranscript();
+      await Promise.all([this.chat.loadTranscript(), this.analyses.load()]);
       this.transcriptPoller.schedule();
     } catch (error) {
       status.textContent = error.message;

@@ -4,7 +4,7 @@
  */
 import { api, withQuery } from "./api.js";
 import { byRole, confirmDialog, formatDate, h, renderPager, showError } from "./dom.js";
-import { STATE_LABEL, formatTime, jobActive } from "./format.js";
+import { STATE_LABEL, formatTime, jobActive, transcriptNote } from "./format.js";
 import { ResourceSelector } from "./selector.js";
 
 const PER_PAGE = 20;
@@ -21,9 +21,7 @@ function reasonOf(error) {
 
 /** A recording's length and what wrote its transcript (a speech model or the site's subtitles). */
 function recordingNote(source) {
-  const by = source.transcribed_by;
-  const heard = !by ? "" : by.startsWith("site ") ? ` · transcript: ${by}` : ` · transcribed by ${by}`;
-  return `Recording, ${formatTime(source.duration_seconds)}${heard}`;
+  return `Recording, ${formatTime(source.duration_seconds)}${transcriptNote(source.transcribed_by)}`;
 }
 
 function resourceTitle(item) {
