@@ -55,7 +55,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from pipeline.analysis.batches import BatchBounds  # noqa: E402
 from support.live import Deployment, deployment  # noqa: E402
-from support.processes import tree  # noqa: E402
+from support.processes import tree_cpu_seconds  # noqa: E402
 from support.services import CORPUS  # noqa: E402
 from support.vault import VaultBuilder  # noqa: E402
 
@@ -79,18 +79,6 @@ def squad_sources(count: int) -> list[tuple[str, str]]:
     if count > len(ordered):
         raise SystemExit(f"the corpus holds {len(ordered)} sources of {PARAGRAPHS_PER_SOURCE} paragraphs, not {count}")
     return [(title, f"# {title}\n\n" + "\n\n".join(paragraphs) + "\n") for title, paragraphs in ordered[:count]]
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process tree so far (children that exited included)."""
-    ticks = 0
-    for current in tree(pid):
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def ingest(d: Deployment, ids: list[str], sizes: list[int]) -> dict[int, str]:

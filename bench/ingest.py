@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from pipeline.extractors.limits import ExtractLimits  # noqa: E402
 from pipeline.extractors.pdf import PdfExtractor  # noqa: E402
 from support.live import Deployment, deployment  # noqa: E402
-from support.processes import tree, tree_peak_kib  # noqa: E402
+from support.processes import tree_cpu_seconds, tree_peak_kib  # noqa: E402
 from support.services import CORPUS  # noqa: E402
 from support.vault import VaultBuilder  # noqa: E402
 
@@ -100,18 +100,6 @@ def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
     for path in files:
         pages += pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits).page_count or 0
     return pages / (time.perf_counter() - started), pages
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """User + system CPU time of a process tree so far (children that exited included)."""
-    ticks = 0
-    for current in tree(pid):
-        try:
-            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
-    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 @cache

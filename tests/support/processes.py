@@ -2,6 +2,7 @@
 decoder helpers they fork are all descendants of the process a test or benchmark started."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 
@@ -34,3 +35,15 @@ def tree_peak_kib(pid: int) -> int:
             continue
         peak = max(peak, next((int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")), 0))
     return peak
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process tree so far (children that exited included)."""
+    ticks = 0
+    for current in tree(pid):
+        try:
+            fields = Path(f"/proc/{current}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += sum(int(value) for value in fields[11:15])  # utime, stime, cutime, cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
