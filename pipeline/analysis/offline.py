@@ -35,6 +35,7 @@ _CONTRAST = regex.compile(
     regex.IGNORECASE,
 )
 _DEFINITION = regex.compile(r"\b(?:is|are|was|were)\s+(?:a|an|the|defined|known|called)\b|\bmeans\b|\brefers to\b", regex.IGNORECASE)
+_SENTENCE_END = regex.compile(r"[.!?\u2026][\"'\u201d\u2019)\]]*$")
 _FIGURE = regex.compile(r"\d[\d,.]*\s*(?:%|percent|per cent|million|billion|thousand)?")
 _KIND_CUES = {"timeline": _YEAR_OR_DATE, "disagreements": _CONTRAST, "study_guide": _DEFINITION, "faq": _DEFINITION, "briefing": _FIGURE}
 
@@ -65,7 +66,7 @@ def map_batch(passages: list[Passage], focus: Focus, points: int, settings: Offl
     candidates = [
         Point(passage.text[start:end], (passage.chunk_id,), passage.resource_id, 0.0, _order(passage, start))
         for passage in readable
-        for start, end in sentence_spans(passage.text)
+        for start, end in whole_sentences(passage.text)
     ]
     weights = _weights(content_terms(passage.text) for passage in readable)
     chosen = _choose(candidates, weights, focus, points, settings, source_decay=1.0)
@@ -100,6 +101,18 @@ def ordered(summary: Summary, focus: Focus) -> list[Point]:
     if focus.kind != "timeline":
         return list(summary.points)
     return sorted(summary.points, key=lambda point: (_first_year(point.text), point.order))
+
+
+def whole_sentences(text: str) -> list[tuple[int, int]]:
+    """A chunk's sentences without the pieces its edges cut: the chunker cuts at a size, so a
+    chunk may begin inside a sentence (in lower case) or end inside one (with no closing
+    punctuation); the neighbouring chunk holds that sentence whole."""
+    spans = sentence_spans(text)
+    if spans and text[spans[0][0]].islower():
+        spans = spans[1:]
+    if spans and not _SENTENCE_END.search(text, spans[-1][0], spans[-1][1]):
+        spans = spans[:-1]
+    return spans
 
 
 def _weights(term_lists: Iterable[list[str]]) -> dict[str, float]:

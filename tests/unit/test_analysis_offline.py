@@ -90,3 +90,14 @@ def test_disagreements_quote_the_sentences_that_contrast() -> None:
     result = _analyse([p for article in ("Martin Luther", "Nikola Tesla") for p in PASSAGES[article][:30]], Focus("disagreements"))
     contrasting = [p.text for p in result.points if re.search(r"\b(however|but|although|whereas|yet|disput|argu|critic|oppos)", p.text, re.I)]
     assert len(contrasting) >= len(result.points) // 2, [p.text[:80] for p in result.points]
+
+
+def test_a_sentence_cut_by_a_chunks_edge_is_never_quoted() -> None:
+    """The chunker cuts at a size: the first and last pieces of a chunk may be halves of sentences."""
+    whole = PASSAGES["Super Bowl 50"][0].text
+    cut = Passage("cut", "Super Bowl 50", whole[whole.index(" ", 40) + 1 : len(whole) - 30], ordinal=0)
+    assert cut.text[0].islower() and not cut.text.rstrip().endswith(".")
+    points = map_batch([cut], Focus(), points=20).points
+    assert points and all(point.text in whole and point.text.rstrip()[-1] in '.!?"' for point in points)
+    assert all(whole.index(point.text) > 0 and not whole[whole.index(point.text) - 1].isalnum() for point in points)
+    assert not any(point.text[0].islower() for point in points)
