@@ -43,6 +43,24 @@ def test_a_viewer_reads_shared_analyses_but_cannot_cancel_or_delete_them(world) 
     assert world.call("DELETE", base, who="vic").json["code"] == "READ_ONLY"
 
 
+def test_the_api_says_who_may_start_and_manage_each_analysis(world) -> None:  # type: ignore[no-untyped-def]
+    """What a client shows follows the server's rules: editors start; who started one, or the
+    notebook's creator, cancels or deletes it; a viewer does neither."""
+    notebook_id = _notebook(world, "shared")
+    alices, bobs = _start(world, notebook_id), _start(world, notebook_id, who="bob")
+    base = f"/api/notebooks/{notebook_id}/analyses"
+
+    def seen(who: str) -> tuple[bool, dict[str, bool]]:
+        listed = world.call("GET", base, who=who).json
+        return listed["can_start"], {a["id"]: a["can_manage"] for a in listed["items"]}
+
+    assert seen("alice") == (True, {alices: True, bobs: True})  # the notebook's creator
+    assert seen("bob") == (True, {alices: False, bobs: True})
+    assert seen("vic") == (False, {alices: False, bobs: False})
+    assert world.call("GET", f"{base}/{alices}", who="bob").json["can_manage"] is False
+    assert world.call("POST", f"{base}/{alices}/cancel", who="bob").json["code"] == "NOT_ANALYSIS_OWNER"
+
+
 def test_a_result_stays_readable_after_its_resource_is_removed_and_cites_nothing_then(world) -> None:  # type: ignore[no-untyped-def]
     notebook_id = _notebook(world, "shared")
     analysis_id = _start(world, notebook_id)

@@ -1,6 +1,6 @@
-"""What the live analysis tests (tests/integration/test_analysis.py) share: a notebook of many small
-real sources (SQuAD's Wikipedia paragraphs, written into the vault as Markdown notes at test time),
-the worker logs' account of every analysis step, and the rows an analysis stored."""
+"""What the live analysis tests (tests/integration/test_analysis_durability.py) share: a notebook
+of many small real sources (SQuAD's Wikipedia paragraphs, written into the vault as Markdown notes
+at test time), the worker logs' account of every analysis step, and the rows an analysis stored."""
 from __future__ import annotations
 
 import json

@@ -6,6 +6,7 @@
  *
  * The list is polled every 1.5 s while an analysis of it is queued, running or cancelling; once
  * none is, polling stops (in a shared transcript it goes on every 10 s, to show what others start).
+ * A screen reader hears an analysis's state changes (one status region), not every progress tick.
  */
 import { api, withQuery } from "./api.js";
 import { citationItem, openCitationsIn } from "./citations.js";
@@ -66,6 +67,8 @@ export class AnalysesPanel {
     this.note = byRole("analysis-note", this.root);
     this.error = byRole("analysis-error", this.root);
     this.list = byRole("analysis-items", this.root);
+    this.announcer = byRole("analysis-announce", this.root);
+    this.pagerKey = "";
     this.pageNumber = 1;
     this.analyses = [];
     this.entries = new Map(); // analysis id -> {analysis, item, open, shown}
@@ -77,7 +80,10 @@ export class AnalysesPanel {
     );
     this.form.addEventListener("submit", (event) => this.start(event));
     openCitationsIn(this.list, byRole("viewer-dialog"));
-    this.poller = new Poller(() => this.load(), () => this.interval());
+    this.poller = new Poller(() => this.load().catch((error) => {
+      showError(this.error, error); // the list shown is from before: say so (the next read clears it)
+      throw error;
+    }), () => this.interval());
   }
 
   get base() {
@@ -89,24 +95,47 @@ export class AnalysesPanel {
     return this.page.detail.conversation_mode === "shared" ? SHARED_POLL_MS : null;
   }
 
-  /** Read one page of analyses (the newest first) and show it; polls again while one is active. */
+  /** Read one page of analyses (the newest first) and show it; polls again while one is active.
+   * The page asked for is the page from now on, so a poll sent meanwhile reads it too; a read
+   * overtaken by a newer one (a poll, a page change, an action) is dropped. */
   async load(pageNumber = this.pageNumber) {
+    this.pageNumber = pageNumber;
     const ticket = ++this.ticket;
     const data = await api(withQuery(this.base, { page: pageNumber, per_page: PER_PAGE }));
-    if (ticket !== this.ticket) return; // a newer read overtook this one
-    this.pageNumber = data.page;
+    if (ticket !== this.ticket) return;
+    const last = Math.max(1, Math.ceil(data.total / data.per_page));
+    if (!data.items.length && data.page > last) return this.load(last); // its last items were deleted
+    showError(this.error, null);
     this.analyses = data.items;
     this.canStart = data.can_start;
     byRole("analysis-total", this.root).textContent = `(${data.total})`;
     this.renderList();
-    renderPager(byRole("analyses-pager", this.root), {
-      page: data.page,
-      perPage: data.per_page,
-      total: data.total,
-      onPage: (page) => this.load(page).catch((error) => showError(this.error, error)),
-    });
+    const pagerKey = `${data.page}/${last}`;
+    if (pagerKey !== this.pagerKey) { // redrawn only when it changes: a focused "Next" stays
+      this.pagerKey = pagerKey;
+      renderPager(byRole("analyses-pager", this.root), {
+        page: data.page,
+        perPage: data.per_page,
+        total: data.total,
+        onPage: (page) => {
+          this.poller.cancel();
+          this.load(page).catch((error) => showError(this.error, error));
+        },
+      });
+    }
     this.renderForm();
     this.poller.schedule();
+  }
+
+  /** Read the list again after an action, saying so if that read fails (the action itself did not). */
+  async reload(pageNumber = this.pageNumber) {
+    this.poller.cancel();
+    try {
+      await this.load(pageNumber);
+    } catch (error) {
+      showError(this.error, error);
+      this.poller.schedule();
+    }
   }
 
   /** The form, or the note saying why there is none, for what this user may do now (the server
@@ -115,20 +144,18 @@ export class AnalysesPanel {
     if (this.canStart === undefined) return; // no list read yet
     const detail = this.page.detail;
     const blocked = !detail.active_revision;
-    if (!this.canStart && this.form.isConnected) this.form.remove();
+    this.form.hidden = !this.canStart;
     let note = "";
     if (!this.canStart) note = "Viewers can read these analyses but not start, cancel or delete one.";
     else if (blocked) note = "Analyses open once at least one source is indexed.";
     else if (detail.conversation_mode === "private" && !detail.is_owner) note = "Only you and the notebook's creator see your analyses.";
     this.note.hidden = !note;
     this.note.textContent = note;
-    if (this.canStart) {
-      this.form.hidden = false;
-      this.form.querySelector('button[type="submit"]').disabled = blocked || this.starting;
-    }
+    this.form.querySelector('button[type="submit"]').disabled = !this.canStart || blocked || this.starting;
   }
 
-  /** Keep the items already shown (their open results and focus); add, move or drop the others. */
+  /** Keep the items already shown where they are (their open results and focus): drop the ones
+   * gone and insert the new ones in place, so no node that holds focus is moved. */
   renderList() {
     const seen = new Set();
     const items = this.analyses.map((analysis) => {
@@ -146,8 +173,11 @@ export class AnalysesPanel {
       this.list.replaceChildren(h("li", { class: "muted empty" }, "No analyses yet."));
       return;
     }
-    const order = (nodes) => [...nodes].map((node) => node.dataset.analysisId).join(" ");
-    if (order(this.list.children) !== order(items)) this.list.replaceChildren(...items);
+    const wanted = new Set(items);
+    for (const node of [...this.list.children]) if (!wanted.has(node)) node.remove();
+    items.forEach((item, index) => {
+      if (this.list.children[index] !== item) this.list.insertBefore(item, this.list.children[index] ?? null);
+    });
   }
 
   /** Build the item once; later calls change only the parts whose analysis changed. */
@@ -156,14 +186,14 @@ export class AnalysesPanel {
     entry.analysis = analysis;
     if (!entry.item) {
       const resultId = `analysis-result-${analysis.id}`;
-      entry.item = h("li", { class: "analysis", "data-analysis-id": analysis.id },
+      entry.item = h("li", { class: "analysis", "data-analysis-id": analysis.id, tabindex: "-1" },
         h("div", { class: "analysis-head" },
           h("span", { class: "analysis-kind" }, KIND_LABEL[analysis.kind] || analysis.kind),
           h("span", { class: "state", "data-role": "analysis-state" })),
         analysis.instruction ? h("p", { class: "analysis-instruction" }, `“${analysis.instruction}”`) : null,
         h("p", { class: "muted analysis-meta" },
           `Started ${formatDate(analysis.created_at)}${analysis.requested_by === this.page.session.user.id ? " by you" : ""}`),
-        h("div", { class: "analysis-status", "aria-live": "polite", "data-role": "analysis-status" }),
+        h("div", { class: "analysis-status", "data-role": "analysis-status" }),
         h("div", { class: "analysis-actions", "data-role": "analysis-actions" }),
         h("div", { class: "analysis-result", id: resultId, "data-role": "analysis-result", hidden: true }));
       if (this.startedHere.has(analysis.id)) entry.open = true;
@@ -181,17 +211,28 @@ export class AnalysesPanel {
       statusBox.replaceChildren(h("p", { class: analysis.state === "failed" ? "source-error" : "muted" }, status));
       if (RUNNING.includes(analysis.state)) {
         statusBox.append(h("progress", {
-          max: top?.total ?? 1, value: analysis.state === "running" && top ? top.done : null, "aria-label": "Analysis progress",
+          max: top?.total ?? 1, value: analysis.state === "running" && top ? top.done : null,
+          "aria-label": `${this.name(analysis)}: progress`, "aria-valuetext": status,
         }));
       }
     }
-    if (!before || before.state !== analysis.state) this.renderActions(entry);
+    if (before && before.state !== analysis.state) this.announcer.textContent = `${this.name(analysis)}: ${status}`;
+    if (!before || before.state !== analysis.state || before.can_manage !== analysis.can_manage) this.renderActions(entry);
     if (analysis.state === "succeeded" && entry.open && !entry.shown) this.showResult(entry);
   }
 
+  /** How buttons and announcements name an analysis: its kind and when it started. */
+  name(analysis) {
+    return `${KIND_LABEL[analysis.kind] || analysis.kind} started ${formatDate(analysis.created_at)}`;
+  }
+
+  /** The item's buttons for its state; focus on one that goes moves to the item's first button. */
   renderActions(entry) {
     const { analysis, item } = entry;
     const kind = (KIND_LABEL[analysis.kind] || analysis.kind).toLowerCase();
+    const name = this.name(analysis);
+    const box = byRole("analysis-actions", item);
+    const hadFocus = box.contains(document.activeElement);
     const actions = [];
     if (analysis.state === "succeeded") {
       actions.push(h("button", {
@@ -199,18 +240,23 @@ export class AnalysesPanel {
         "data-action": "toggle-result",
         "aria-expanded": String(entry.open),
         "aria-controls": `analysis-result-${analysis.id}`,
+        title: name,
         onclick: () => this.toggleResult(entry),
       }, entry.open ? "Hide result" : "Show result"));
     }
     if (analysis.can_manage && RUNNING.includes(analysis.state)) {
-      actions.push(h("button", { type: "button", class: "danger", "data-action": "cancel-analysis", onclick: () => this.cancel(entry) }, "Cancel"));
+      actions.push(h("button", {
+        type: "button", class: "danger", "data-action": "cancel-analysis", title: `Cancel the ${name.toLowerCase()}`, onclick: () => this.cancel(entry),
+      }, "Cancel"));
     }
     if (analysis.can_manage && !ACTIVE.includes(analysis.state)) {
       actions.push(h("button", {
-        type: "button", class: "link-button", "data-action": "delete-analysis", "aria-label": `Delete this ${kind}`, onclick: () => this.remove(entry),
+        type: "button", class: "link-button", "data-action": "delete-analysis", "aria-label": `Delete this ${kind}`, title: `Delete the ${name.toLowerCase()}`,
+        onclick: () => this.remove(entry),
       }, "Delete"));
     }
-    byRole("analysis-actions", item).replaceChildren(...actions);
+    box.replaceChildren(...actions);
+    if (hadFocus) (actions[0] ?? item).focus();
   }
 
   async toggleResult(entry) {
@@ -239,6 +285,7 @@ export class AnalysesPanel {
     } catch (error) {
       entry.shown = false;
       box.replaceChildren(h("p", { class: "form-error" }, error.message));
+      if (error.status === 404) await this.reload(); // deleted meanwhile, by its starter or an owner
     } finally {
       box.setAttribute("aria-busy", "false");
     }
@@ -264,21 +311,24 @@ export class AnalysesPanel {
     showError(this.error, null);
     this.starting = true;
     this.renderForm();
+    let analysis = null;
     try {
-      const analysis = await api(this.base, { method: "POST", body });
-      this.startedHere.add(analysis.id);
-      this.form.elements.instruction.value = "";
-      await this.load(1);
+      analysis = await api(this.base, { method: "POST", body });
     } catch (error) {
       showError(this.error, error);
-    } finally {
-      this.starting = false;
-      this.renderForm();
     }
+    this.starting = false;
+    if (analysis) {
+      this.startedHere.add(analysis.id);
+      this.form.elements.instruction.value = "";
+      await this.reload(1);
+    }
+    this.renderForm();
   }
 
   async cancel(entry) {
     showError(this.error, null);
+    this.ticket++; // a list read already on its way shows the state before the cancel: drop it
     try {
       const analysis = await api(`${this.base}/${encodeURIComponent(entry.analysis.id)}/cancel`, { method: "POST" });
       this.analyses = this.analyses.map((shown) => (shown.id === analysis.id ? analysis : shown));
@@ -286,6 +336,7 @@ export class AnalysesPanel {
       this.poller.schedule();
     } catch (error) {
       showError(this.error, error);
+      if (error.status === 404) await this.reload();
     }
   }
 
@@ -293,11 +344,17 @@ export class AnalysesPanel {
     const kind = (KIND_LABEL[entry.analysis.kind] || entry.analysis.kind).toLowerCase();
     if (!(await confirmDialog(byRole("confirm-dialog"), `Delete this ${kind}? This cannot be undone.`))) return;
     showError(this.error, null);
+    this.ticket++;
     try {
       await api(`${this.base}/${encodeURIComponent(entry.analysis.id)}`, { method: "DELETE" });
-      await this.load();
     } catch (error) {
-      showError(this.error, error);
+      if (error.status !== 404) { // gone already is what was asked
+        showError(this.error, error);
+        return;
+      }
     }
+    this.announcer.textContent = `${this.name(entry.analysis)}: deleted.`;
+    await this.reload();
+    (this.list.querySelector("li.analysis button") ?? this.form.querySelector("button"))?.focus();
   }
 }
