@@ -81,3 +81,26 @@ def test_a_turn_starts_an_analysis_and_a_later_one_reads_and_cites_it(  # type: 
     assert bad_kind["error"]["code"] == "TOOL_ARGUMENTS_INVALID" and "timeline" in bad_kind["error"]["message"]
     assert too_many["error"]["code"] == "TOO_MANY_ANALYSES"
     assert world.call("GET", f"/api/notebooks/{notebook_id}/analyses").json["total"] == 4
+
+
+def test_in_private_conversation_mode_the_tools_show_a_member_only_their_own_analyses(  # type: ignore[no-untyped-def]
+    world, fake_server: Callable[[list[dict]], tuple[str, Path]]
+) -> None:
+    response = world.call("POST", "/api/notebooks", json={
+        "title": "Private", "visibility": "workspace", "conversation_mode": "private", "resource_ids": ["dmca"],
+    })
+    notebook_id = response.json["id"]
+    index(world, notebook_id)
+    base = f"/api/notebooks/{notebook_id}/analyses"
+    alices = world.call("POST", base, json={"kind": "faq"}).json["id"]
+    bobs = world.call("POST", base, who="bob", json={"kind": "timeline"}).json["id"]
+    url, log = fake_server([
+        {"tool_calls": [{"name": "inspect_analyses", "arguments": "{}"},
+                        {"name": "read_analysis", "arguments": json.dumps({"analysis_id": alices})}]},
+        {"text": "I can only see your timeline."},
+    ])
+    services_of(world).__dict__["answer_engine"] = OpenAICompatibleEngine(url, "fake-model")
+    assert _chat(world, notebook_id, "Which analyses are there?", who="bob")[-1][0] == "done"
+    listed, refused = _tool_results(log, 1)[-2:]
+    assert [a["analysis_id"] for a in listed] == [bobs]
+    assert refused["error"]["code"] == "ANALYSIS_NOT_FOUND"
