@@ -23,3 +23,28 @@ def test_a_wrong_password_is_refused_and_signing_out_ends_the_session(service, o
     expect(page).to_have_url(re.compile(r"/sign-in$"))
     page.goto(f"{service.base_url}/notebooks")
     expect(page).to_have_url(re.compile(r"/sign-in\?next="))
+
+
+def test_a_poll_refused_after_signing_out_does_not_send_the_browser_elsewhere(service, open_page) -> None:  # type: ignore[no-untyped-def]
+    """A page's poll that leaves as the sign-out lands comes back 401; it must not redirect to
+    `/sign-in?next=…` over the sign-out's own `/sign-in` (a CI run caught this race)."""
+    page = open_page("desktop", expected_errors=r"status of 401")
+    sign_in_with_token(page, service, service.alice_token)
+    expect(page.get_by_text("alice (editor) · lab")).to_be_visible()
+    page.evaluate(
+        """async () => {
+            const { api } = await import("/static/js/api.js");
+            const fetchBefore = window.fetch;
+            window.fetch = (input, init = {}) => {
+                const answer = fetchBefore(input, init);
+                if (init.method === "DELETE" && String(input) === "/api/session") {
+                    answer.then(() => api("/api/notebooks").catch(() => {}));
+                }
+                return answer;
+            };
+        }"""
+    )
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/sign-in$"))
+    page.wait_for_timeout(500)
+    expect(page).to_have_url(re.compile(r"/sign-in$"))

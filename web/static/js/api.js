@@ -5,6 +5,8 @@
  */
 
 let csrfToken = null;
+/** Set once signing out begins: the sign-out chooses where the browser goes next. */
+let signingOut = false;
 
 export class ApiError extends Error {
   constructor(status, code, message) {
@@ -14,8 +16,12 @@ export class ApiError extends Error {
   }
 }
 
-/** Send the browser to sign-in, coming back here afterwards. */
+/**
+ * Send the browser to sign-in, coming back here afterwards. Not while signing out: a poll that
+ * comes back 401 after the session ended would otherwise race the sign-out's own navigation.
+ */
 function goToSignIn() {
+  if (signingOut) return;
   const next = location.pathname + location.search;
   location.assign(`/sign-in?next=${encodeURIComponent(next)}`);
 }
@@ -77,6 +83,7 @@ export async function signIn(credentials) {
 }
 
 export async function signOut() {
+  signingOut = true;
   await api("/api/session", { method: "DELETE" });
   csrfToken = null;
 }
