@@ -23,7 +23,7 @@ from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, embedder_from_name
 from pipeline.fetch import FetchPolicy
-from pipeline.streaming.download import StreamLimits
+from pipeline.streaming.limits import StreamLimits
 from pipeline.types import PipelineError
 from storage.blobs import BlobStore
 from storage.db import Database

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.embedder import Embedder
-from pipeline.evidence_pack import Evidence, evidence_of
+from pipeline.evidence_pack import evidence_of
 from pipeline.extraction_cache import ExtractInputs, attachment_inputs
 from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits, truncation_note
@@ -25,45 +25,14 @@ from pipeline.fingerprint import bytes_sha256
 from pipeline.ocr.reading import BeforePage, read_missing_pages
 from pipeline.ocr.unread import unread_reason
 from pipeline.speech.transcribing import BeforeWindow, transcribe, unheard_reason
-from pipeline.streaming.download import DownloadProgress, StreamLimits, download
+from pipeline.source_result import SourceResult
+from pipeline.streaming.download import DownloadProgress, download
+from pipeline.streaming.limits import StreamLimits
 from pipeline.streaming.probe import MediaProbe, NoMedia, is_streaming_url, probe
 from pipeline.types import Extraction, PipelineError, SourceRef
 
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class SourceResult:
-    """The outcome of processing one source. Its message form (a Celery payload) leaves the
-    evidence out: that travels as a pack file (pipeline.evidence_pack).
-
-    ``error_code``/``error`` say why a source failed or, on an extracted one, what was left out
-    of it (``EXTRACT_PAGE_TRUNCATED``), so the reader sees that some text is missing.
-    """
-
-    source_id: str
-    status: str  # "extracted" | "not_modified" | "error" | "cancelled"
-    error_code: str | None = None
-    error: str | None = None
-    meta: dict[str, Any] = field(default_factory=dict)
-    evidence: Evidence | None = None
-
-    def to_message(self) -> dict[str, Any]:
-        return {
-            "source_id": self.source_id,
-            "status": self.status,
-            "error_code": self.error_code,
-            "error": self.error,
-            "meta": self.meta,
-        }
-
-    @classmethod
-    def from_message(cls, data: dict[str, Any], evidence: Evidence | None = None) -> "SourceResult":
-        return cls(
-            data["source_id"], data["status"], data.get("error_code"), data.get("error"),
-            data.get("meta") or {}, evidence,
-        )
 
 
 AttachmentReader = Callable[[], tuple[bytes, str]]

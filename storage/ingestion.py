@@ -13,7 +13,7 @@ from sqlalchemy import literal_column, select, update
 from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay, touched
-from pipeline.source_processing import SourceResult
+from pipeline.source_result import SourceResult
 from pipeline.types import SourceRef
 from storage import jobs, notebooks, retention, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow

@@ -28,7 +28,7 @@ from sqlalchemy.orm import Session
 
 from app.extensions import services
 from app.logs import log_ids
-from pipeline.source_processing import SourceResult
+from pipeline.source_result import SourceResult
 from pipeline.types import PipelineError
 from storage import ingestion, jobs
 from storage.models import Job

@@ -17,10 +17,12 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from functools import partial
 from dataclasses import asdict, replace
 from datetime import timedelta
+from functools import partial
+from importlib import import_module
 from pathlib import PurePosixPath
+from types import ModuleType
 from typing import Any
 
 from celery import chain, shared_task
@@ -33,7 +35,7 @@ from pipeline.catalogue import resolve_attachment
 from pipeline.chunker import ChunkSettings
 from pipeline.extraction_cache import attachment_inputs, decode, encode, extraction_key
 from pipeline.planning import unchanged
-from pipeline.source_processing import SourceResult, Unchanged, chunk_extraction, extract_read, read_source
+from pipeline.source_result import SourceResult
 from pipeline.types import Extraction, PipelineError, SourceRef
 from storage import ingestion, jobs, notebooks, revisions, step_durations
 from storage.ingestion import ExtractOrder
@@ -43,11 +45,19 @@ from tasks.extract_progress import downloading, hearing, reading_page
 from tasks.internal_api import InternalApiUnavailable
 
 log = logging.getLogger(__name__)
+SOURCE_PROCESSING = "pipeline.source_processing"
 
 # The API instance may be restarting: the source steps wait for it (up to about 8 minutes).
 _API_RETRY: dict[str, Any] = {
     "autoretry_for": (InternalApiUnavailable,), "retry_backoff": 2, "retry_backoff_max": 60, "max_retries": 8,
 }
+
+
+def _processing() -> ModuleType:
+    """``pipeline.source_processing``, loaded when a step first needs it: it brings every extractor
+    and yt-dlp (~0.8 s a start), which web and beat processes, registering these tasks, never use.
+    Workers load it before forking their pool (``tasks.worker``), so their children share it."""
+    return import_module(SOURCE_PROCESSING)
 
 
 def dispatch_ingest(job_id: str) -> None:
@@ -180,7 +190,7 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
     cached, validators = order.get("cached_extraction"), order.get("validators") or {}
     if cached and not validators and api.has_extraction(cached["key"]):  # same bytes, new chunking recipe
         return _extracted(source_id, cached["key"], {"content_hash": cached["content_hash"], "reused": True})
-    read = read_source(
+    read = _processing().read_source(
         ref,
         read_attachment=lambda: api.attachment(job_id, source_id),
         policy=svc.fetch_policy,
@@ -188,14 +198,14 @@ def extract(order: dict[str, Any], job_id: str) -> dict[str, Any]:
         streams=svc.stream_limits,
         before_download=partial(downloading, job_id, source_id),
     )
-    if isinstance(read, Unchanged):
+    if isinstance(read, _processing().Unchanged):
         if cached and api.has_extraction(cached["key"]):  # a recording checked unchanged, for a new recipe
             return _extracted(source_id, cached["key"], {**read.meta, "content_hash": cached["content_hash"]})
         return SourceResult(source_id, "not_modified", meta=read.meta).to_message()
     key = extraction_key(read.content_hash, read.inputs, limits)
     known_missing = order.get("cache_checked") and read.content_hash == order.get("content_hash")
     if known_missing or not api.has_extraction(key):
-        extraction = _recent.get(key) or extract_read(
+        extraction = _recent.get(key) or _processing().extract_read(
             read, limits,
             before_page=partial(reading_page, job_id, source_id), before_window=partial(hearing, job_id, source_id),
         )
@@ -217,7 +227,7 @@ def chunk(message: dict[str, Any], job_id: str, ref: dict[str, Any], chunking: d
     svc = services()
     key = message["extraction"]
     extraction = _recent.pop(key, None) or _download(key)
-    result = chunk_extraction(
+    result = _processing().chunk_extraction(
         message["source_id"],
         SourceRef.from_dict(ref),
         extraction,

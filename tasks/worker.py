@@ -3,11 +3,13 @@ from __future__ import annotations
 
 import logging
 import os
+from importlib import import_module
 
 from celery import signals
 
 from app import create_app, logs
 from pipeline.parent_death import die_with_parent
+from tasks.ingest import SOURCE_PROCESSING
 
 flask_app = create_app()
 celery_app = flask_app.extensions["celery"]
@@ -22,6 +24,13 @@ def _beat_dies_with_its_worker(**_: object) -> None:
     beat process does not: a SIGKILLed worker left beat sending sweeps, a second scheduler beside
     the next worker's. Set the same parent-death signal on beat."""
     die_with_parent(_WORKER_PID)
+
+
+@signals.worker_init.connect
+def _load_extractors_before_forking(**_: object) -> None:
+    """The extract and chunk steps load the extractors on first use (web processes never do);
+    loaded here, in the worker's main process, every pool process starts with them."""
+    import_module(SOURCE_PROCESSING)
 
 
 @signals.after_setup_logger.connect

@@ -9,7 +9,7 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from yt_dlp.utils import YoutubeDLError, remove_terminal_sequences
 
 from pipeline.fetch import FetchPolicy
 from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard, too_large
+from pipeline.streaming.limits import StreamLimits
 from pipeline.streaming.probe import MediaProbe, ydl_params
 from pipeline.types import PipelineError
 
@@ -29,20 +30,6 @@ _PROGRESS_EVERY_SECONDS = 5.0
 
 # Told how many bytes have come of how many (None: the site did not say); may raise to stop.
 DownloadProgress = Callable[[int, int | None], None]
-
-
-@dataclass(frozen=True)
-class StreamLimits:
-    """``max_bytes`` bounds the recording (GNOSI_ATTACHMENT_MAX_BYTES: a recording from a site is held
-    to what an upload may be), ``timeout_s`` the whole download (GNOSI_MEDIA_DOWNLOAD_TIMEOUT_SECONDS)
-    and ``max_seconds`` how long it may play (GNOSI_SPEECH_MAX_SECONDS), refused before downloading
-    when the site says. ``use_subtitles``: read the site's own subtitles instead of transcribing,
-    when it offers them in the recording's language (GNOSI_MEDIA_SUBTITLES)."""
-
-    max_bytes: int = 200 * 1024 * 1024
-    timeout_s: float = 1800.0
-    max_seconds: int = 3 * 3600
-    use_subtitles: bool = True
 
 
 def download(

@@ -24,7 +24,7 @@ BOTH = ["dmca", "naacl"]
 # The work of each database-free step, which a cancelled job must not get.
 # The work a source step must not do for a cancelled job. Asking for an attachment's bytes is how
 # the extract step reads the job's state (they are refused for a job that is not running).
-SOURCE_WORK = {"extract": "tasks.ingest.extract_read", "chunk": "tasks.ingest.chunk_extraction"}
+SOURCE_WORK = {"extract": "pipeline.source_processing.extract_read", "chunk": "pipeline.source_processing.chunk_extraction"}
 Wrapper = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
@@ -143,7 +143,7 @@ def test_a_new_chunking_recipe_rechunks_without_extracting(
 ) -> None:
     """Extraction is the expensive step; a recipe change must chunk again from the cache."""
     extractions: list[tuple[Any, ...]] = []
-    wrap(monkeypatch, "tasks.ingest.extract_read", counting(extractions))
+    wrap(monkeypatch, "pipeline.source_processing.extract_read", counting(extractions))
     first = launch()
     notebook_id, job = ingest(first)
     assert job.state == "succeeded", job.error
@@ -203,8 +203,8 @@ def test_each_step_observes_a_cancel(
 @pytest.mark.parametrize(
     ("step", "target"),
     [
-        ("extract", "tasks.ingest.extract_read"),
-        ("chunk", "tasks.ingest.chunk_extraction"),
+        ("extract", "pipeline.source_processing.extract_read"),
+        ("chunk", "pipeline.source_processing.chunk_extraction"),
         ("index", "storage.ingestion.record_result"),
     ],
 )

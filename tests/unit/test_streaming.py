@@ -12,7 +12,8 @@ from pipeline.extractors import extract
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.fetch import FetchPolicy, open_url
 from pipeline.source_processing import ReadSource, Unchanged, extract_read, read_source
-from pipeline.streaming.download import StreamLimits, download
+from pipeline.streaming.download import download
+from pipeline.streaming.limits import StreamLimits
 from pipeline.streaming.guarded_requests import GuardedYoutubeDL, RequestGuard
 from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
 from pipeline.streaming.probe import is_streaming_url, probe
