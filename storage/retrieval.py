@@ -30,12 +30,8 @@ MAX_RESULTS = 50
 CANDIDATES = 100
 # Rows an approximate index proposes for the CANDIDATES: room for rows of removed resources.
 APPROXIMATE_CANDIDATES = 4 * CANDIDATES
-# The hashing vector is a much weaker ranker than bm25 (SciFact nDCG@10 0.47 vs 0.69). Measured by
-# bench/answer_quality.py, a weight of 0.5 cost 3-14 % against bm25 alone and 0.1 still 1-5 %; at
-# 0.05 with k = 20 it is neutral on the top ranks and adds recall below them (FinanceBench R@100
-# 0.753 → 0.774). It breaks lexical ties and finds what the keyword index tokenises poorly
-# (CJK runs, spelling variants) without outvoting bm25.
-FUSION_WEIGHTS = [1.0, 0.05]
+# bm25's weight in the fusion; the vector list weighs its embedder's ``fusion_weight``.
+BM25_WEIGHT = 1.0
 FUSION_K = 20
 
 log = logging.getLogger(__name__)
@@ -114,7 +110,7 @@ class Retriever:
         matrix = self.vectors.get(session, revision_id, self.embedder)
         semantic = vector_ranking(matrix, self.embedder.embed([query])[0], members)
         fused = reciprocal_rank_fusion(
-            [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=FUSION_WEIGHTS
+            [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=[BM25_WEIGHT, self.embedder.fusion_weight]
         )[:limit]
         chunks = evidence.chunks_by_pk(session, notebook, revision_id, [int(pk) for pk, _ in fused])
         hits = [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from usearch.index import Index
+from storage.usearch_index import Index
 
 from pipeline.embedder import Embedder
 from storage.models import Chunk, ChunkVector, Source

@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session
-from usearch.index import Index
+from storage.usearch_index import Index
 
 from pipeline.embedder import Embedder
 from storage import lexical_index, vector_index

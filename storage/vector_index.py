@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
+from storage.usearch_index import Index
 
 FILE = "hnsw.usearch"
 # Measured by bench/vector_index.py on 1M distinct vectors (sums of two real passages' vectors),

