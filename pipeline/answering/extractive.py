@@ -38,7 +38,7 @@ from pipeline.answering.types import (
     until_stopped,
 )
 from pipeline.extractors.reference_lists import REFERENCES
-from pipeline.textnorm import fold
+from pipeline.textnorm import fold, words
 
 NO_EVIDENCE_TEXT = "The sources in this notebook do not answer this question."
 
@@ -134,6 +134,7 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
     weights = _idf(question_terms, chunk_terms)
     total = math.fsum(weights.values())
     wanted = expected_answer(question) if settings.typed_answers else None
+    asked = frozenset(fold(word) for word in words(question))
     candidates: list[tuple[float, int, int, Quote]] = []
     for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
         support = len(question_terms & terms_of_chunk) / len(question_terms)
@@ -141,7 +142,7 @@ def select_quotes(question: str, evidence: list[EvidenceItem], settings: Extract
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])
             sentence = item.text[start:end]
-            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or not can_answer(sentence, wanted):
+            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or not can_answer(sentence, wanted, asked):
                 continue
             coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
             quote = Quote(item, start, end, coverage + bonus, coverage, support)

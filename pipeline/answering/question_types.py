@@ -2,10 +2,14 @@
 
 "When was the DMCA signed?" is not answered by a sentence that shares its words but holds no date,
 and "How many treaties…?" not by one without a number: the extractive engine skips such sentences
-(it refuses rather than quotes one). Only the types that a sentence's surface shows reliably are
-checked (a time, a quantity); "who", "why" and definitions are left to term coverage, because no
-cheap test tells a name or a reason from other words. English question words; other languages
-are not typed (every sentence qualifies).
+(it refuses rather than quotes one). Only the types that a sentence's surface shows are checked:
+a time, a quantity, and for "who"/"where" a name (a capitalised word, not the sentence's first)
+that the question does not already say: "Who signed the DMCA?" is not answered by "The DMCA was
+signed after a long debate". "Why" and definitions are left to term coverage, because no cheap
+test tells a reason from other words. English question words; other languages are not typed
+(every sentence qualifies). Measured in-process on SQuAD (12 + 12 articles, 3,103 + 2,593
+questions), names typing is neutral on answers (best sentence holds gold 0.616 both) and refuses
+a little more of what is absent (0.940 → 0.941).
 """
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from typing import Literal
 
 import regex
 
-AnswerType = Literal["time", "quantity"]
+from pipeline.textnorm import fold
+
+AnswerType = Literal["time", "quantity", "name"]
 
 _TIME_QUESTION = regex.compile(
     r"^(?:when|(?:in|during|by|since|until) (?:what|which) (?:year|decade|century|month|date|period|era)|"
@@ -25,6 +31,13 @@ _QUANTITY_QUESTION = regex.compile(
     r"what (?:percentage|percent|proportion|share|number|amount|fraction|ratio|size|population))\b",
     regex.IGNORECASE,
 )
+_NAME_QUESTION = regex.compile(
+    r"^(?:who|whom|whose|where|(?:what|which) (?:person|people|company|companies|organi[sz]ation|country|countries|"
+    r"city|cities|team|group|university|state|nation|band|artist|author|president|king|queen|emperor|leader))\b",
+    regex.IGNORECASE,
+)
+# A name: a capitalised word. The sentence's first word is capitalised anyway and does not count.
+_CAPITALISED = regex.compile(r"(?<=\S\s+)(\p{Lu}[\p{L}\p{M}'\u2019.-]*)")
 _MONTHS = (
     "january|february|march|april|may|june|july|august|september|october|november|december|"
     "jan|feb|mar|apr|jun|jul|aug|sept?|oct|nov|dec"
@@ -50,13 +63,18 @@ def expected_answer(question: str) -> AnswerType | None:
         return "time"
     if _QUANTITY_QUESTION.match(stripped):
         return "quantity"
+    if _NAME_QUESTION.match(stripped):
+        return "name"
     return None
 
 
-def can_answer(sentence: str, wanted: AnswerType | None) -> bool:
-    """Whether ``sentence`` holds the kind of expression ``wanted`` (any sentence when None)."""
+def can_answer(sentence: str, wanted: AnswerType | None, asked: frozenset[str] = frozenset()) -> bool:
+    """Whether ``sentence`` holds the kind of expression ``wanted`` (any sentence when None); a
+    name must be one the question does not already say (``asked``: its folded words)."""
     if wanted == "time":
         return bool(_TIME.search(sentence))
     if wanted == "quantity":
         return bool(_QUANTITY.search(sentence))
+    if wanted == "name":
+        return any(fold(name).strip(".'\u2019-") not in asked for name in _CAPITALISED.findall(sentence))
     return True

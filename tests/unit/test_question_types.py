@@ -1,5 +1,6 @@
 """A "when" question is answered by a sentence with a time, a "how many" one by a sentence with a
-quantity; other questions are not typed."""
+quantity, a "who" or "where" one by a sentence naming something the question does not; other
+questions are not typed."""
 from __future__ import annotations
 
 import pytest
@@ -16,7 +17,9 @@ from pipeline.answering.types import EvidenceItem
     ("How many treaties does the DMCA implement?", "quantity"),
     ("How much did the project cost?", "quantity"),
     ("What percentage of the vote did he win?", "quantity"),
-    ("Who signed the DMCA?", None),
+    ("Who signed the DMCA?", "name"),
+    ("Where was the treaty negotiated?", "name"),
+    ("Which company registered the domain?", "name"),
     ("What is a trace tree?", None),
     ("Why are hot loops blacklisted?", None),
 ])
@@ -32,6 +35,10 @@ def test_sentences_qualify_by_their_expressions() -> None:
     assert can_answer("Costs rose by 12%.", "quantity")
     assert not can_answer("The DMCA implements the WIPO treaties.", "quantity")
     assert can_answer("Anything goes.", None)
+    asked = frozenset({"who", "signed", "the", "dmca"})
+    assert can_answer("The DMCA was signed by President Clinton.", "name", asked)
+    assert not can_answer("The DMCA was signed after a long debate.", "name", asked), "its only name is the question's"
+    assert not can_answer("Signed it was, after a long debate.", "name", asked), "a sentence's first word is no name"
 
 
 def test_a_when_question_is_answered_by_the_sentence_with_the_date() -> None:
