@@ -21,7 +21,7 @@ from pipeline.answering.extractive import ExtractiveEngine
 from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
-from pipeline.embedder import Embedder, embedder_from_name
+from pipeline.embedder import Embedder, cosine_similarity, embedder_from_name
 from pipeline.fetch import FetchPolicy
 from pipeline.streaming.limits import StreamLimits
 from pipeline.types import PipelineError
@@ -141,7 +141,8 @@ class Services:
         settings = self.settings
         if settings.llm_base_url:
             return OpenAICompatibleEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key)
-        return ExtractiveEngine()
+        embedder = self.embedder
+        return ExtractiveEngine(similarity=cosine_similarity(embedder) if embedder.semantic else None)
 
     @property
     def analysis_engine_name(self) -> str:

@@ -59,7 +59,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests"), str(Path(__file__).parent)]
 from pipeline.answering.extractive import ExtractiveEngine, ExtractiveSettings  # noqa: E402
 from pipeline.answering.tools import notebook_tools  # noqa: E402
 from pipeline.answering.types import EvidenceItem, ToolRegistry  # noqa: E402
-from pipeline.embedder import Embedder, HashingEmbedder, embedder_from_name  # noqa: E402
+from pipeline.embedder import Embedder, HashingEmbedder, cosine_similarity, embedder_from_name  # noqa: E402
 from pipeline.fts_query import build_match_query  # noqa: E402
 from pipeline.fusion import reciprocal_rank_fusion  # noqa: E402
 from pipeline.textnorm import fold  # noqa: E402
@@ -528,7 +528,10 @@ def evaluate(dataset: Dataset, options: Options) -> None:
         print(f"\n{note}.\n")
         if dataset.answerable:
             engines = {
-                f"typed answers {'on' if typed else 'off'}": ExtractiveEngine(ExtractiveSettings(typed_answers=typed))
+                f"typed answers {'on' if typed else 'off'}": ExtractiveEngine(
+                    ExtractiveSettings(typed_answers=typed),
+                    similarity=cosine_similarity(options.deployed) if options.deployed.semantic else None,
+                )
                 for typed in options.typed_answers
             }
             print(markdown_table(["extractive answers (deployed search)", *engines],

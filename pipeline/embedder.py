@@ -47,6 +47,9 @@ class Embedder(Protocol):
     dim: int
     # How much its ranking counts beside bm25's (weight 1) in the hybrid search's rank fusion.
     fusion_weight: float
+    # Whether closeness of its vectors means closeness of meaning (a sentence model), so the
+    # extractive engine may test answers with it.
+    semantic: bool
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
 
@@ -61,6 +64,7 @@ class HashingEmbedder:
     # R@100 0.753 → 0.774). It breaks lexical ties and finds what the keyword index tokenises
     # poorly (CJK runs, spelling variants) without outvoting bm25.
     fusion_weight = 0.05
+    semantic = False
 
     def __init__(self, dim: int = 512) -> None:
         if dim < 2:
@@ -137,6 +141,16 @@ def _ngram_features(word: str) -> Iterator[str]:
 
 def _hash64(feature: str) -> int:
     return int.from_bytes(hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def cosine_similarity(embedder: Embedder) -> Callable[[str, Sequence[str]], list[float]]:
+    """How close each of ``texts`` is to ``text`` (vectors are unit rows: a dot product)."""
+
+    def similarity(text: str, texts: Sequence[str]) -> list[float]:
+        vectors = embedder.embed([text, *texts])
+        return (vectors[1:] @ vectors[0]).tolist()
+
+    return similarity
 
 
 def to_bytes(vector: np.ndarray) -> bytes:

