@@ -12,6 +12,6 @@ COPY storage storage
 COPY serving serving
 COPY alembic alembic
 COPY web web
-RUN pip install --no-cache-dir -e . flower
+RUN pip install --no-cache-dir -e '.[embeddings]' flower
 ENV OMP_NUM_THREADS=1
 CMD ["gnosi", "serve"]

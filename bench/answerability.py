@@ -16,9 +16,15 @@ whose development refusal share reaches ``--refusal-floor``; both, and the deplo
 then measured on the test split.
 
 ``--similarity minilm`` adds the sentence model's similarity to the question as a third threshold
-(the engine's ``SemanticGate``: only the five best-scored sentences are considered, as deployed);
-the deployed gate is then one of the rows. ``--stride N`` asks every Nth question (the model
-embeds six texts per question: the whole set takes ~12 minutes on one core).
+(the engine's ``SemanticGate``: only the five best-scored sentences can pass one above 0, as
+deployed; a threshold of 0 is the engine without the model, over every sentence); the deployed
+gate is then one of the rows. ``--stride N`` asks every Nth question (the model embeds six texts
+per question: the whole set takes ~12 minutes on one core).
+
+The notebook searches as the calibration test's does (bm25 and hashing vectors fused with equal
+weights, RRF k = 60), not exactly as deployed (hashing at weight 0.05, k = 20; or MiniLM vectors
+at weight 1): the thresholds act on sentences of whatever chunks the search returns, and
+``bench/answer_quality.py`` measures the deployed search end to end.
 """
 from __future__ import annotations
 
@@ -81,8 +87,12 @@ def split_questions(titles: list[str], settings: ExtractiveSettings, model: str 
     for title in indexed + held_out:
         for query in questions[title][::stride]:
             evidence = notebook.search(query["text"], settings.search_limit)
-            ranked = ranked_sentences(query["text"], evidence, settings)[: SemanticGate().candidates if model else KEPT]
-            close = similarity(query["text"], [quote.text for quote in ranked]) if similarity and ranked else [1.0] * len(ranked)
+            ranked = ranked_sentences(query["text"], evidence, settings)[:KEPT]
+            # The model sees the gate's first sentences; those after them can pass only a
+            # threshold of no similarity, which is the engine without a model (every sentence).
+            shown = ranked[: SemanticGate().candidates] if similarity else []
+            close = list(similarity(query["text"], [quote.text for quote in shown])) if shown else []
+            close += [1.0 if similarity is None else 0.0] * (len(ranked) - len(close))
             gold = query["metadata"]["answers"]
             found.append(Question(title in indexed, tuple(
                 Candidate(quote.coverage, quote.support, score, any(answer in quote.evidence.text for answer in gold))

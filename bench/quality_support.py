@@ -197,6 +197,9 @@ class ExternalEmbedder:
     on these CPUs, so vectors are cached by the hash of model name and texts.
     """
 
+    fusion_weight = 1.0
+    semantic = True
+
     def __init__(self, python: str, model: str, cache: Path) -> None:
         self.python = python
         self.name = model

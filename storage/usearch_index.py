@@ -10,16 +10,29 @@ imports ``Index`` from here.
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
 import importlib.util
+import logging
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 
 def _load_onnxruntime_library() -> None:
+    """A library that does not load is logged, not raised: it would stop every process, while
+    only the model embedder and speech need it (they fail on their own, with their own error)."""
     spec = importlib.util.find_spec("onnxruntime")
     if spec is None or spec.origin is None:
         return
-    for library in (Path(spec.origin).parent / "capi").glob("onnxruntime_pybind11_state*.so"):
-        ctypes.CDLL(str(library))
+    capi = Path(spec.origin).parent / "capi"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:  # this interpreter's build only
+        library = capi / f"onnxruntime_pybind11_state{suffix}"
+        if library.is_file():
+            try:
+                ctypes.CDLL(str(library))
+            except OSError:
+                log.warning("onnxruntime's library %s does not load; loading it later may crash", library, exc_info=True)
+            return
 
 
 _load_onnxruntime_library()

@@ -170,7 +170,7 @@ def select_similar_quotes(
     question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings, similarity: Similarity, gate: SemanticGate
 ) -> list[Quote]:
     """As ``select_quotes``, with the sentence model's similarity as the refusal test."""
-    ranked = ranked_sentences(question, evidence, settings)[: gate.candidates]
+    ranked = _distinct_sentences(ranked_sentences(question, evidence, settings), gate.candidates)
     if not ranked:
         return []
     close = similarity(question, [quote.text for quote in ranked])
@@ -178,6 +178,20 @@ def select_similar_quotes(
         score >= gate.min_similarity and _sufficient(quote, settings) for quote, score in zip(ranked, close, strict=True)
     ]
     return _choose(ranked, passing, settings)
+
+
+def _distinct_sentences(ranked: list[Quote], count: int) -> list[Quote]:
+    """The first ``count`` different sentences: overlapping chunks repeat a sentence, and a repeat
+    would take a slot and be shown to the model twice."""
+    distinct: list[Quote] = []
+    seen: set[str] = set()
+    for quote in ranked:
+        if len(distinct) == count:
+            break
+        if _key(quote.text) not in seen:
+            seen.add(_key(quote.text))
+            distinct.append(quote)
+    return distinct
 
 
 def _choose(ranked: list[Quote], passing: list[bool], settings: ExtractiveSettings) -> list[Quote]:

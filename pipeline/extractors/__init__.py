@@ -10,9 +10,13 @@ nothing.
 """
 from __future__ import annotations
 
+import threading
 from importlib import import_module
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pipeline.extractors.registry import extract, pick, register
 
 _BUILT_IN = (
     ("pipeline.extractors.pdf", "PdfExtractor"),
@@ -23,6 +27,7 @@ _BUILT_IN = (
     ("pipeline.extractors.subtitles", "SubtitlesExtractor"),
 )
 _registry: ModuleType | None = None
+_registering = threading.Lock()  # two threads' first uses must not register the built-ins twice
 
 __all__ = ["extract", "pick", "register"]
 
@@ -36,9 +41,10 @@ def __getattr__(name: str) -> Any:
 def _with_built_ins() -> ModuleType:
     """The registry, with the built-in extractors registered once (before any of the caller's)."""
     global _registry
-    if _registry is None:
-        registry = import_module("pipeline.extractors.registry")
-        for module, cls in _BUILT_IN:
-            registry.register(getattr(import_module(module), cls)())
-        _registry = registry
+    with _registering:
+        if _registry is None:
+            registry = import_module("pipeline.extractors.registry")
+            for module, cls in _BUILT_IN:
+                registry.register(getattr(import_module(module), cls)())
+            _registry = registry
     return _registry

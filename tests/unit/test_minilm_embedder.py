@@ -22,11 +22,11 @@ def minilm():  # type: ignore[no-untyped-def]
 
 
 def test_vectors_are_unit_rows_of_the_model_size_and_empty_text_has_none(minilm) -> None:  # type: ignore[no-untyped-def]
-    vectors = minilm.embed(["The Eiffel Tower is in Paris.", "", "   "])
+    vectors = minilm.embed(["The Eiffel Tower is in Paris.", "", "   ", "\u200b"])
 
-    assert minilm.name == "minilm-l6-v2-int8" and vectors.shape == (3, 384) and vectors.dtype == np.float32
+    assert minilm.name == "minilm-l6-v2-int8" and vectors.shape == (4, 384) and vectors.dtype == np.float32
     assert np.isclose(np.linalg.norm(vectors[0]), 1.0, atol=1e-5)
-    assert not vectors[1:].any(), "a text without words has no direction"
+    assert not vectors[1:].any(), "a text without words (or of invisible characters) has no direction"
 
 
 def test_a_paraphrase_without_shared_words_is_closer_than_a_text_on_another_subject(minilm) -> None:  # type: ignore[no-untyped-def]

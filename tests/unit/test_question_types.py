@@ -38,7 +38,10 @@ def test_sentences_qualify_by_their_expressions() -> None:
     asked = frozenset({"who", "signed", "the", "dmca"})
     assert can_answer("The DMCA was signed by President Clinton.", "name", asked)
     assert not can_answer("The DMCA was signed after a long debate.", "name", asked), "its only name is the question's"
-    assert not can_answer("Signed it was, after a long debate.", "name", asked), "a sentence's first word is no name"
+    assert can_answer("Clinton signed the DMCA into law in 1998.", "name", asked), "a name may open the sentence"
+    assert can_answer('It was signed by "Bill".', "name", asked)
+    assert not can_answer("The DMCA's text was signed late.", "name", asked), "a possessive of the question's name"
+    assert not can_answer("In the end I signed it.", "name", asked), "stop words and I are no names"
 
 
 def test_a_when_question_is_answered_by_the_sentence_with_the_date() -> None:
