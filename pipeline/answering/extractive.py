@@ -99,9 +99,9 @@ class ExtractiveSettings:
 class SemanticGate:
     """The refusal test when a sentence model is at hand: of the ``candidates`` best-scored
     sentences, quote those that pass the term thresholds and whose similarity to the question
-    reaches ``min_similarity``. Measured with ``bench/answerability.py --similarity minilm``
-    (SQuAD, all-MiniLM-L6-v2), on the test split: refusals of absent facts 0.920 → 0.961 with
-    right answers unchanged (0.697). Lower term floors with a higher similarity (coverage 0.2,
+    reaches ``min_similarity``. Measured with ``bench/answerability.py --similarity minilm
+    --stride 4`` (SQuAD, all-MiniLM-L6-v2), on the test split: refusals of absent facts 0.917 →
+    0.958, right answers 0.702 → 0.701. Lower term floors with a higher similarity (coverage 0.2,
     support 0.45, similarity 0.4) answered more (right 0.734, refused 0.951), but quoted loosely
     related sentences for absent facts on a one-document notebook, where every question shares
     its words (``tests/unit/test_answering_extractive.py``'s DMCA cases): a wrong answer with a
