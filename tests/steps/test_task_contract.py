@@ -78,10 +78,11 @@ def raising_once(err: Exception, *, on_call: int = 1) -> Wrapper:
     return make
 
 
-def ingest(instance: Instance, resource_ids: list[str] = BOTH) -> tuple[str, Job]:
-    """Create a notebook through the API and wait for its first job to end."""
+def ingest(instance: Instance, resource_ids: list[str] = BOTH, timeout: float | None = None) -> tuple[str, Job]:
+    """Create a notebook through the API and wait for its first job to end (``timeout``: longer
+    than the harness's deadline)."""
     notebook_id, job_id = instance.create_notebook(resource_ids)
-    return notebook_id, instance.wait_job_end(job_id)
+    return notebook_id, instance.wait_job_end(job_id) if timeout is None else instance.wait_job_end(job_id, timeout)
 
 
 def open_notebook(instance: Instance, notebook_id: str) -> str:
