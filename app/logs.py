@@ -29,8 +29,9 @@ REQUEST_ID_HEADER = "X-Request-ID"
 _CLIENT_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 _TEXT = "%(asctime)s %(levelname)s %(processName)s %(name)s: %(message)s"
 # Libraries that log every call at INFO (httpx: each internal API request of an extract worker;
-# alembic: its plugins, whenever a probe reads the schema's head): heard from at WARNING, or DEBUG.
-_CHATTY = ("httpx", "alembic.runtime.plugins")
+# httpx2, which authlib's Drive clients are made of: each Drive request; alembic: its plugins,
+# whenever a probe reads the schema's head): heard from at WARNING, or DEBUG.
+_CHATTY = ("httpx", "httpx2", "alembic.runtime.plugins")
 _bound: ContextVar[dict[str, str]] = ContextVar("log_ids", default={})  # noqa: B039 (never mutated)
 
 
