@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, Literal
 
-from pipeline.types import SourceRef
+from pipeline.types import FILE_KINDS, SourceRef
 
 SourceKey = tuple[str, str, str]  # (resource_id, field, value)
 REUSABLE_STATES = ("available", "stale")
@@ -54,8 +54,10 @@ class Observed:
 class PlannedSource:
     ref: SourceRef
     # reuse: unchanged, carried over; keep: carried over as it was, unchecked (a per-resource retry
-    # leaves every other source alone, even one that may have changed); extract: made anew.
-    action: Literal["reuse", "keep", "extract"]
+    # leaves every other source alone, even one that may have changed); hold: a linked document
+    # that failed and did not change, carried over in error (only an explicit retry tries it
+    # again); extract: made anew.
+    action: Literal["reuse", "keep", "hold", "extract"]
     fingerprint: str | None = None
     previous: PreviousSource | None = None
     validators: dict[str, str] = field(default_factory=dict)
@@ -84,7 +86,9 @@ def plan_sources(
     - an attachment whose bytes did not change reuses its chunks;
     - a URL checked less than ``url_ttl_seconds`` ago reuses its chunks; an older one is fetched
       again with its stored validators, so an unchanged page costs a 304, not an extraction;
-    - a source whose last attempt failed is tried again;
+    - a source whose last attempt failed is tried again, except a linked folder's document whose
+      bytes did not change: a sync does not retry it (the knowledge-base sync's rule), a retry of
+      that resource does;
     - a source whose chunks were made with another ``chunking`` recipe than the current one is
       chunked again from its cached extraction (a due URL is fetched in full, without validators:
       a 304 would leave the old chunks; its unchanged bytes still find their cached extraction;
@@ -100,15 +104,19 @@ def plan_sources(
         stat = {
             "file_size": seen.file_size, "file_mtime_ns": seen.file_mtime_ns, "resource_title": seen.resource_title,
         }
-        if ref.resource_id in force_resource_ids or not usable:
+        forced = ref.resource_id in force_resource_ids
+        if not forced and ref.kind == "linked" and prev is not None and prev.state == "error" and prev.fingerprint == fingerprint:
+            plans.append(PlannedSource(ref, "hold", fingerprint, prev, **stat))
+            continue
+        if forced or not usable:
             plans.append(PlannedSource(ref, "extract", fingerprint, prev, **stat))
             continue
         if force_resource_ids:
-            same_bytes = ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint
+            same_bytes = ref.kind in FILE_KINDS and fingerprint is not None and prev.fingerprint == fingerprint
             plans.append(PlannedSource(ref, "reuse" if same_bytes else "keep", prev.fingerprint, prev, **stat))
             continue
         same_recipe = prev.chunking == chunking
-        if ref.kind == "attachment" and fingerprint is not None and prev.fingerprint == fingerprint:
+        if ref.kind in FILE_KINDS and fingerprint is not None and prev.fingerprint == fingerprint:
             plans.append(_unchanged(ref, fingerprint, prev, same_recipe, stat))
         elif ref.kind == "url" and prev.checked_at is not None and now - prev.checked_at < ttl:
             plans.append(_unchanged(ref, prev.fingerprint, prev, same_recipe, stat))
@@ -157,10 +165,10 @@ def _validators(prev: PreviousSource) -> dict[str, str]:
 
 
 def unchanged(plans: list[PlannedSource], previous: dict[SourceKey, PreviousSource]) -> bool:
-    """True when a new revision would equal the active one: every source reused under the same
-    record title (the title is indexed with the chunks), none added or gone."""
+    """True when a new revision would equal the active one: every source reused (or held in its
+    error) under the same record title (the title is indexed with the chunks), none added or gone."""
     return (
-        all(p.action == "reuse" and p.previous is not None and p.previous.resource_title == p.resource_title
+        all(p.action in ("reuse", "hold") and p.previous is not None and p.previous.resource_title == p.resource_title
             for p in plans)
         and {key_of(p.ref) for p in plans} == set(previous)
     )

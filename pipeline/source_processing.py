@@ -29,7 +29,7 @@ from pipeline.source_result import SourceResult
 from pipeline.streaming.download import DownloadProgress, download
 from pipeline.streaming.limits import StreamLimits
 from pipeline.streaming.probe import MediaProbe, NoMedia, is_streaming_url, probe
-from pipeline.types import Extraction, PipelineError, SourceRef
+from pipeline.types import FILE_KINDS, Extraction, PipelineError, SourceRef
 
 
 log = logging.getLogger(__name__)
@@ -73,7 +73,7 @@ def read_source(
     on a streaming site or a link to a media file is probed first and downloaded only when new
     (``before_download`` hears how far the download has come).
     """
-    if ref.kind == "attachment":
+    if ref.kind in FILE_KINDS:
         data, filename = read_attachment()
         content_hash = bytes_sha256(data)
         inputs = attachment_inputs(filename)

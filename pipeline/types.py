@@ -13,12 +13,16 @@ if TYPE_CHECKING:
     from pipeline.extractors.clean_pages import DocumentPages
     from pipeline.speech.audio import SpeechAudio
 
-SourceKind = Literal["attachment", "url"]
+SourceKind = Literal["attachment", "url", "linked"]
+# Sources whose bytes are a file the instance holds: a vault attachment, or a document of a linked
+# drive folder (value ``<document id>/<file name>``, its bytes the blob the last sync downloaded).
+FILE_KINDS = ("attachment", "linked")
 
 
 @dataclass(frozen=True)
 class SourceRef:
-    """One evidence value of a record: a vault-relative attachment path or an http(s) URL."""
+    """One evidence value of a record (a vault-relative attachment path or an http(s) URL), or a
+    linked folder's document."""
 
     resource_id: str
     field: str

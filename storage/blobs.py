@@ -9,13 +9,15 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage.files import remove
-from storage.models import Source
+from storage.models import LinkedDocument, Source
 
 
 class BlobStore:
@@ -45,8 +47,41 @@ class BlobStore:
         os.replace(writer.name, target)  # atomic: readers never see a partial blob
         return True
 
+    def put_stream(self, write: Callable[[IO[bytes]], int]) -> tuple[str, int]:
+        """Keep the bytes ``write`` writes into the file it is given (a download); returns their
+        SHA-256 and size. When ``write`` raises, nothing is kept."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        with tempfile.NamedTemporaryFile(dir=self.root, prefix=".incoming-", delete=False) as writer:
+            try:
+                size = write(_Hashing(writer, digest))
+            except BaseException:
+                os.unlink(writer.name)
+                raise
+        sha256 = digest.hexdigest()
+        target = self.path(sha256)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(writer.name, target)  # atomic; the same bytes kept twice are one file
+        return sha256, size
+
     def delete_unreferenced(self, session: Session, hashes: set[str]) -> int:
+        """Delete the blobs no source and no linked document (bytes a sync downloaded, waiting to be
+        extracted) references any more."""
         referenced = set(session.scalars(select(Source.content_hash).where(Source.content_hash.in_(hashes))))
+        referenced |= set(session.scalars(
+            select(LinkedDocument.content_hash).where(LinkedDocument.content_hash.in_(hashes))
+        ))
         return remove(self.path(sha256) for sha256 in hashes - referenced)
 
 
+
+
+class _Hashing:
+    """A writable file that hashes what goes through it."""
+
+    def __init__(self, file: IO[bytes], digest: "hashlib._Hash") -> None:
+        self.file, self.digest = file, digest
+
+    def write(self, data: bytes) -> int:
+        self.digest.update(data)
+        return self.file.write(data)

@@ -14,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.planning import PlannedSource, PreviousSource, SourceKey, retry_delay, touched
 from pipeline.source_result import SourceResult
-from pipeline.types import SourceRef
+from pipeline.types import FILE_KINDS, SourceRef
 from storage import jobs, notebooks, retention, revisions
 from storage.models import AuditOutcome, Job, Notebook, NotebookResource, Revision, Source, utcnow
 
@@ -76,7 +76,8 @@ def start_revision(
         if plan.action != "extract" and plan.previous is not None:
             old = previous.get(plan.previous.source_id)
             if old is not None:
-                revisions.carry_source(session, old, revision, state="available", resource_title=plan.resource_title)
+                state = "error" if plan.action == "hold" else "available"
+                revisions.carry_source(session, old, revision, state=state, resource_title=plan.resource_title)
                 continue
         source = revisions.add_source(
             session,
@@ -92,7 +93,7 @@ def start_revision(
             state="indexing",
         )
         source.attempts = 1
-        content_hash = plan.fingerprint if plan.ref.kind == "attachment" else None
+        content_hash = plan.fingerprint if plan.ref.kind in FILE_KINDS else None
         orders.append(ExtractOrder(source.id, plan.ref.to_dict(), dict(plan.validators), _cached(plan), content_hash))
     job.revision_id = revision.id
     job.total = len({order.ref["resource_id"] for order in orders})  # resources, as the sources panel counts

@@ -36,7 +36,7 @@ from pipeline.chunker import ChunkSettings
 from pipeline.extraction_cache import attachment_inputs, decode, encode, extraction_key
 from pipeline.planning import unchanged
 from pipeline.source_result import SourceResult
-from pipeline.types import Extraction, PipelineError, SourceRef
+from pipeline.types import FILE_KINDS, Extraction, PipelineError, SourceRef
 from storage import ingestion, jobs, notebooks, revisions, step_durations
 from storage.ingestion import ExtractOrder
 from storage.models import Notebook
@@ -175,7 +175,7 @@ _recent: dict[str, Extraction] = {}
 
 
 def _fetches_its_attachment(order: dict[str, Any]) -> bool:
-    return order["ref"]["kind"] == "attachment" and not order.get("cached_extraction")
+    return order["ref"]["kind"] in FILE_KINDS and not order.get("cached_extraction")
 
 
 @shared_task(name="ingest.extract", **_API_RETRY)

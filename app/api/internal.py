@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 from datetime import timedelta
+from pathlib import Path
 
 from flask import Blueprint, request, send_file
 from werkzeug.exceptions import RequestEntityTooLarge
@@ -19,7 +20,7 @@ from app.errors import ApiError
 from app.extensions import services
 from pipeline import evidence_pack
 from pipeline.catalogue import resolve_attachment
-from pipeline.types import PipelineError
+from pipeline.types import FILE_KINDS, PipelineError
 from storage import jobs
 from storage.models import Source
 from storage.extractions import KEY
@@ -72,25 +73,38 @@ def report_activity(job_id: str, source_id: str):  # type: ignore[no-untyped-def
 
 @bp.get("/sources/<source_id>/content")
 def source_content(source_id: str):  # type: ignore[no-untyped-def]
-    """The attachment's bytes; ``?job=`` makes this also the job-state check (one round trip)."""
+    """The attachment's bytes (a linked document's: those its sync downloaded, as planned); ``?job=``
+    makes this also the job-state check (one round trip)."""
     svc = services()
     with svc.db.reader() as session:
         source = session.get(Source, source_id)
-        if source is None or source.kind != "attachment":
+        if source is None or source.kind not in FILE_KINDS:
             raise ApiError(404, "SOURCE_NOT_FOUND", "No such attachment source.")
         job = jobs.get(session, request.args.get("job", ""))
         if job is not None and job.state in ("cancelling", "cancelled"):
             raise ApiError(409, "JOB_CANCELLED", "The job of this source was cancelled.")
         if job is not None and job.state != "running":
             raise ApiError(409, "JOB_NOT_RUNNING", "The job of this source has ended.")
-        rel_path = source.value
-    path = resolve_attachment(svc.settings.vault_path, rel_path)
+        kind, value, planned_hash = source.kind, source.value, source.fingerprint
+    if kind == "linked":
+        path, name = _linked_bytes(planned_hash), value.rsplit("/", 1)[-1]
+    else:
+        path = resolve_attachment(svc.settings.vault_path, value)
+        name = path.name
     size = path.stat().st_size
     if size > svc.settings.attachment_max_bytes:
         raise ApiError(
             413, "FILE_TOO_LARGE", f"{path.name} is {size} bytes; the limit is {svc.settings.attachment_max_bytes}."
         )
-    return send_file(path, as_attachment=True, download_name=path.name, conditional=False)
+    return send_file(path, as_attachment=True, download_name=name, conditional=False)
+
+
+def _linked_bytes(content_hash: str | None) -> Path:
+    """The blob a linked document's sync kept; gone only if the document failed to download."""
+    path = services().blobs.path(content_hash) if content_hash else None
+    if path is None or not path.is_file():
+        raise ApiError(409, "LINKED_DOCUMENT_NOT_DOWNLOADED", "The linked file's bytes could not be downloaded; see the document's error.")
+    return path
 
 
 @bp.put("/jobs/<job_id>/sources/<source_id>/evidence/<pack_id>")

@@ -13,6 +13,7 @@ from app.extensions import services
 from app.services.titles import chunk_title, record_titles
 from pipeline.citation_links import CiteTarget
 from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
+from pipeline.types import FILE_KINDS
 from storage import evidence, revisions
 from storage.retrieval import MAX_RESULTS
 from storage.scope import Principal
@@ -88,7 +89,7 @@ def pinned_evidence(principal: Principal, target: CiteTarget) -> dict[str, Any]:
     shown = evidence_json(target.notebook_id, chunk, title)
     if transcript is not None:
         recording = (chunk.source_mime or "").startswith(("audio/", "video/"))  # not a subtitles file
-        playable = chunk.source_kind == "attachment" and recording
+        playable = chunk.source_kind in FILE_KINDS and recording
         shown["media"] = {"mime": chunk.source_mime, "playable": playable, "transcript": transcript}
         if chunk.source_kind == "url":  # not kept here: it plays on its own site
             shown["media"]["original_url"] = moment_url(chunk.source_final_url or chunk.source_value, TIME_PLACEHOLDER)

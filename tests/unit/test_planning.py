@@ -100,3 +100,20 @@ def test_a_touched_attachment_is_reused_and_its_new_stat_reported() -> None:
     edited = plan([Observed(PDF, "f2", 11, 2)], prev)
     assert touched(same) == [] and touched(edited) == []
     assert [(p.action, p.file_mtime_ns) for p in touched(moved)] == [("reuse", 2)] and unchanged(moved, prev)
+
+
+LINKED = SourceRef("linked:d1", "linked", "linked", "d1/report.pdf")
+
+
+def test_a_failed_linked_document_is_held_until_its_bytes_change_or_it_is_retried() -> None:
+    failed = previous(LINKED, state="error")
+    held = plan([Observed(LINKED, "f1")], failed)
+    assert [p.action for p in held] == ["hold"] and unchanged(held, failed), "a sync must not retry it"
+    assert plan([Observed(LINKED, "f2")], failed)[0].action == "extract"
+    assert plan([Observed(LINKED, "f1")], failed, force_resource_ids=frozenset({"linked:d1"}))[0].action == "extract"
+    assert plan([Observed(PDF, "f1")], previous(PDF, state="error"))[0].action == "extract", "attachments are retried"
+
+
+def test_an_unchanged_linked_document_is_reused_like_an_attachment() -> None:
+    prev = previous(LINKED)
+    assert [p.action for p in plan([Observed(LINKED, "f1")], prev)] == ["reuse"]
