@@ -55,6 +55,11 @@ def _speech_model(env: dict[str, str]) -> str:
     )
 
 
+def _path(env: dict[str, str], name: str) -> Path | None:
+    raw = env.get(name, "").strip()
+    return Path(raw) if raw else None
+
+
 def _csv(env: dict[str, str], name: str) -> tuple[str, ...]:
     return tuple(part.strip() for part in env.get(name, "").split(",") if part.strip())
 
@@ -106,6 +111,13 @@ class Settings:
     web_processes: int = 2
     log_format: str = "text"
     log_level: str = "info"
+    # Linked drive folders (docs/decisions/0020).
+    sync_folder_roots: tuple[Path, ...] = ()
+    drive_api_url: str = "https://www.googleapis.com"
+    drive_token_url: str = "https://oauth2.googleapis.com/token"
+    drive_service_account_file: Path | None = None
+    sync_round_seconds: int = 60
+    syncs_per_minute: int = 1
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
@@ -190,6 +202,14 @@ class Settings:
             web_processes=_int(env, "GNOSI_WEB_PROCESSES", 2),
             log_format=_choice(env, "GNOSI_LOG_FORMAT", LOG_FORMATS),
             log_level=_choice(env, "GNOSI_LOG_LEVEL", LOG_LEVELS),
+            sync_folder_roots=tuple(
+                Path(part).resolve() for part in env.get("GNOSI_SYNC_FOLDER_ROOTS", "").split(os.pathsep) if part.strip()
+            ),
+            drive_api_url=env.get("GNOSI_DRIVE_API_URL", "").strip().rstrip("/") or cls.drive_api_url,
+            drive_token_url=env.get("GNOSI_DRIVE_TOKEN_URL", "").strip() or cls.drive_token_url,
+            drive_service_account_file=_path(env, "GNOSI_DRIVE_SERVICE_ACCOUNT_FILE"),
+            sync_round_seconds=_int(env, "GNOSI_SYNC_ROUND_SECONDS", 60),
+            syncs_per_minute=_int(env, "GNOSI_SYNCS_PER_MINUTE", 1),
         )
 
     @property

@@ -23,6 +23,7 @@ class RateLimiter:
             "chat": settings.chat_turns_per_minute,
             "refresh": settings.refreshes_per_minute,
             "open": settings.opens_per_minute,
+            "sync": settings.syncs_per_minute,
         }
 
     def wait(self, action: str, *key: str) -> float:

@@ -82,6 +82,7 @@ def celery_config(settings: Settings) -> dict:
         "worker_hijack_root_logger": False,
         "beat_schedule": {
             "sweep-jobs": {"task": "sweep_jobs", "schedule": float(settings.sweep_interval_seconds)},
+            "sync-linked-folders": {"task": "sync.scheduled", "schedule": float(settings.sync_round_seconds)},
         },
         "beat_schedule_filename": str(settings.system_dir / "celerybeat-schedule"),
     }
@@ -101,6 +102,7 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     import tasks.analysis  # noqa: F401  (registers the shared tasks on this app)
     import tasks.ingest  # noqa: F401
     import tasks.sweeper  # noqa: F401
+    import tasks.sync  # noqa: F401
 
     app.extensions["celery"] = celery_app
     return celery_app

@@ -9,8 +9,11 @@ def register_blueprints(app: Flask) -> None:
     from app.api.chat import bp as chat_bp
     from app.api.chat_ws import register_websocket
     from app.api.citations import bp as citations_bp
+    from app.api.drive import bp as drive_bp
     from app.api.health import bp as health_bp
     from app.api.internal import bp as internal_bp
+    from app.api.knowledge_base import bp as knowledge_base_bp
+    from app.api.linked_folders import bp as linked_folders_bp
     from app.api.notebooks import bp as notebooks_bp
     from app.api.openapi import bp as openapi_bp
     from app.api.resources import bp as resources_bp
@@ -22,7 +25,7 @@ def register_blueprints(app: Flask) -> None:
 
     for blueprint in (
         session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, analyses_bp, internal_bp,
-        health_bp, citations_bp, openapi_bp, dashboard_bp,
+        health_bp, citations_bp, openapi_bp, dashboard_bp, linked_folders_bp, knowledge_base_bp, drive_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)

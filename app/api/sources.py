@@ -15,7 +15,8 @@ from app.http import json_object, paging, refuse_unknown_fields, string_list
 from app.services.ingest import request_ingest
 from app.services.titles import record_titles
 from pipeline.catalogue import MAX_RESOURCES_PER_REQUEST
-from storage import jobs, notebooks, revisions
+from storage import jobs, linked, notebooks, revisions
+from pipeline.types import FILE_KINDS
 from storage.models import Source
 
 bp = Blueprint("sources", __name__, url_prefix="/api/notebooks")
@@ -56,7 +57,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
         members = notebooks.members(session, notebook)
         window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
         items = []
-        titles = record_titles(services(), notebook.table_id)
+        titles = {**record_titles(services(), notebook.table_id), **linked.titles(session, notebook.id)}
         revision = revisions.get(session, notebook, revision_id) if revision_id else None
         covered_at = revision.completed_at if revision else None
         for member in window:
@@ -100,6 +101,10 @@ def add_sources(notebook_id: str):  # type: ignore[no-untyped-def]
 @bp.delete("/<notebook_id>/sources/<path:resource_id>")
 def remove_source(notebook_id: str, resource_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
+    if linked.document_id_of(resource_id):
+        raise ApiError(
+            409, "LINKED_DOCUMENT", "This document comes from a linked folder: unlink the folder, or remove the file from it."
+        )
     with services().db.session() as session:
         notebook = owned_notebook(session, principal, notebook_id)
         if not notebooks.remove_resource(session, notebook, resource_id):
@@ -139,7 +144,7 @@ def source_file(notebook_id: str, source_id: str):  # type: ignore[no-untyped-de
     with svc.db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         source = revisions.source_in(session, notebook, revision_id, source_id)
-        if source is None or source.kind != "attachment" or source.resource_id not in notebooks.member_ids(session, notebook):
+        if source is None or source.kind not in FILE_KINDS or source.resource_id not in notebooks.member_ids(session, notebook):
             raise ApiError(404, "SOURCE_NOT_FOUND", "No such attachment source in that revision.")
         sha256, mime, name = source.content_hash, source.mime, source.value.rsplit("/", 1)[-1]
     if not sha256 or not svc.blobs.has(sha256):

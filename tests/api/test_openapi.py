@@ -7,9 +7,11 @@ Objects in the document refuse undocumented fields, so a new field fails here un
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import re
+import shutil
 import threading
 import uuid
 from collections import defaultdict
@@ -30,7 +32,9 @@ from werkzeug.serving import make_server
 
 from app.api.openapi import load_document
 from app.security import CONTENT_SECURITY_POLICY
-from storage import heartbeats
+from app.services.folder_sync import sync_folder
+from storage import accounts, heartbeats, linked
+from storage.models import Notebook
 from analysis_tour import analyses_errors, analyses_tour
 from support_api import create_notebook, index, services_of
 from test_internal import a_pack, running_draft, secret
@@ -253,6 +257,8 @@ def test_a_tour_of_the_api_matches_the_document(world, contract: Contract) -> No
     check(call("POST", f"/api/notebooks/{notebook_id}/refresh"), 202)
     check(call("POST", f"/api/notebooks/{notebook_id}/sources/dmca/refresh"), 202)
     check(call("DELETE", f"/api/notebooks/{notebook_id}/sources/naacl"), 204)
+    # Linked folders, the knowledge-base sync API and the caller's Drive authorisation.
+    linked_folders_tour(world, contract, notebook_id)
     # What extract workers call.
     internal_tour(world, contract, hit["source_id"])
     # Clean up, as the browser and as the owner.
@@ -289,6 +295,71 @@ def chat_over_websocket(world, contract: Contract, notebook_id: str) -> None:  #
         finally:
             ws.close()
     contract.check(world.client.get("/api/chat/ws"), 400, "BAD_REQUEST")
+
+
+def linked_folders_tour(world, contract: Contract, notebook_id: str) -> None:  # type: ignore[no-untyped-def]
+    """A folder on the server linked (the ``folder`` connector), its first round run here as a
+    worker would, its documents listed; the sync routes (accepted, SYNC_IN_PROGRESS, a Drive
+    folder without authorisation skipped, refusals in the knowledge-base envelope); the caller's
+    Drive authorisation stored, read and removed; the folders unlinked."""
+    call, check = world.call, contract.check
+    svc = services_of(world)
+    drives = world.vault.root.parent / "drives"
+    (drives / "team").mkdir(parents=True)
+    shutil.copy(world.vault.root / "files" / "dmca.pdf", drives / "team" / "dmca.pdf")
+    svc.settings = dataclasses.replace(svc.settings, sync_folder_roots=(drives.resolve(),))
+    svc.limiter.per_minute["sync"] = 1000
+    base = f"/api/notebooks/{notebook_id}/linked-folders"
+    body = {"connector": "folder", "folder": str(drives / "team"), "schedule": 3600}
+    folder = check(call("POST", base, json=body), 201).json
+    check(call("POST", base, json=body), 409, "FOLDER_ALREADY_LINKED")
+    check(call("PATCH", f"{base}/{folder['id']}", json={"schedule": 59}), 400, "SCHEDULE_INVALID")
+    sync_folder(svc, folder["id"])  # the round the link started, as a worker runs it
+    with svc.db.session() as session:  # a Drive folder whose owner has no authorisation
+        alice = accounts.principal_for_token(session, svc.settings.vault_hash, world.tokens["alice"])
+        drive_folder = linked.link(
+            session, alice, session.get(Notebook, notebook_id), connector="google-drive", folder_id="drive-folder",
+            folder_name="Drive", schedule_seconds=None,
+        )
+        drive_folder_id = drive_folder.id
+    listed = check(call("GET", base), 200).json["items"]
+    assert [(f["connector"], f["document_count"], f["last_sync_outcome"]) for f in listed] == [
+        ("folder", 1, "ok"), ("google-drive", 0, None)
+    ], listed
+    assert check(call("PATCH", f"{base}/{folder['id']}", json={"schedule": "off"}), 200).json["next_sync_at"] is None
+    documents = check(call("GET", f"/api/knowledge-base/{notebook_id}/documents?per_page=10"), 200).json["data"]
+    assert [(d["name"], d["status"]) for d in documents["items"]] == [("dmca.pdf", "INDEXING")], documents
+    # "Sync now": a Drive-only call skips the unauthorised folder, the notebook's starts a round,
+    # and while that round runs (no worker here) every other call is refused SYNC_IN_PROGRESS.
+    drive = check(call("POST", "/api/workflow/knowledge-base/sync",
+                       json={"source": "google-drive", "knowledge_base_ids": [notebook_id]}), 200).json["data"]
+    assert drive["accepted"] and [s["reason"] for s in drive["skipped"]] == ["DRIVE_NOT_AUTHORIZED"], drive
+    now = check(call("POST", f"{base}/sync"), 200).json
+    assert now["accepted"] and now["source"] == "all" and now["matched_folder_count"] == 1, now
+    busy = check(call("POST", "/api/knowledge-base/sync",
+                      json={"source": "folder", "knowledge_base_ids": [notebook_id, "nope"]}), 200).json["data"]
+    assert (busy["accepted"], busy["reason"]) == (False, "SYNC_IN_PROGRESS"), busy
+    check(call("POST", "/api/agent/knowledge-base/sync", json={"source": "folder"}), 200)
+    refused = check(call("POST", "/api/agent/knowledge-base/sync", json={"source": "dropbox"}), 400).json
+    assert (refused["code"], refused["error"]) == (40000, "UNSUPPORTED_SOURCE"), refused
+    svc.limiter.per_minute["sync"] = 1
+    limited = check(call("POST", "/api/knowledge-base/sync", json={"source": "folder"}), 429)
+    assert limited.json["error"] == "RATE_LIMITED" and int(limited.headers["Retry-After"]) >= 1
+    check(call("POST", f"{base}/sync"), 429, "RATE_LIMITED")
+    missing = check(call("GET", "/api/knowledge-base/nope/documents"), 404).json
+    assert (missing["code"], missing["error"]) == (40400, "NOTEBOOK_NOT_FOUND"), missing
+    retried = check(call("POST", "/api/knowledge-base/documents/retry-failed",
+                         json={"knowledge_base_id": notebook_id}), 200).json["data"]
+    assert retried["accepted"] is False and retried["matched_doc_count"] == 0, retried
+    # The caller's Drive authorisation: stored, never returned, removed.
+    check(call("GET", "/api/drive/authorization"), 200)
+    secret_values = {"client_id": "client", "client_secret": "a secret", "refresh_token": "a refresh token"}
+    stored = check(call("PUT", "/api/drive/authorization", json=secret_values), 200)
+    assert stored.json == {"service_account": False, "stored": True, "revoked_at": None, "authorized": True}
+    check(call("DELETE", "/api/drive/authorization"), 204)
+    for link_id in (folder["id"], drive_folder_id):
+        check(call("DELETE", f"{base}/{link_id}"), 204)
+    check(call("DELETE", f"{base}/{folder['id']}"), 404, "LINKED_FOLDER_NOT_FOUND")
 
 
 def internal_tour(world, contract: Contract, source_id: str) -> None:  # type: ignore[no-untyped-def]
