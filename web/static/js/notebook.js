@@ -8,6 +8,7 @@ import { api } from "./api.js";
 import { AnalysesPanel } from "./analyses.js";
 import { byRole, confirmDialog, formatDate, h, pageError } from "./dom.js";
 import { MODE, VISIBILITY, jobActive, notebookStatus } from "./format.js";
+import { LinkedFoldersPanel } from "./linked_folders.js";
 import { Poller } from "./poller.js";
 import { loadTables, renderTablesNav, startPage } from "./shell.js";
 import { ChatPanel } from "./chat.js";
@@ -87,9 +88,10 @@ class NotebookPage {
     this.sources = new SourcesPanel(this);
     this.chat = new ChatPanel(this);
     this.analyses = new AnalysesPanel(this);
+    this.linkedFolders = new LinkedFoldersPanel(this);
     this.render();
     setupTabs(this.detail.active_revision ? "chat" : "sources");
-    await Promise.all([this.sources.load(), this.chat.load(), this.analyses.load()]).catch(pageError);
+    await Promise.all([this.sources.load(), this.chat.load(), this.analyses.load(), this.linkedFolders.load()]).catch(pageError);
     this.progress = new Poller(() => this.poll(), () => (jobActive(this.detail.job) ? JOB_POLL_MS : IDLE_POLL_MS));
     this.transcriptPoller = new Poller(
       () => this.chat.loadTranscript(),

@@ -9,6 +9,7 @@ import { ResourceSelector } from "./selector.js";
 
 const PER_PAGE = 20;
 const MAX_REASON = 300;
+const LINKED_PREFIX = "linked:";
 
 function bounded(text) {
   return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON - 1)}…` : text;
@@ -105,7 +106,8 @@ export class SourcesPanel {
             "aria-label": `Retry ${title}`,
             onclick: () => this.retry(item.resource_id),
           }, "Retry"),
-          h("button", {
+          // A linked folder's document leaves with its file, or when the folder is unlinked.
+          item.resource_id.startsWith(LINKED_PREFIX) ? null : h("button", {
             type: "button",
             class: "danger",
             "aria-label": `Remove ${title}`,
