@@ -34,10 +34,6 @@ class FolderPlan:
     unchanged: list[str]  # document ids
     gone: list[str]  # document ids
 
-    @property
-    def changes(self) -> int:
-        return len(self.download) + len(self.gone)
-
 
 def plan_folder(known: list[KnownDocument], listed: list[RemoteFile]) -> FolderPlan:
     by_file = {document.file_id: document for document in known}

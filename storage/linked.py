@@ -126,12 +126,16 @@ class Download:
     content_hash: str | None = None
     error_code: str | None = None
     error: str | None = None
+    # A failure of the moment (the drive busy): the modified time is not taken, so the next round
+    # downloads the file again.
+    transient: bool = False
 
 
 def record_download(session: Session, folder: LinkedFolder, download: Download) -> LinkedDocument:
     """Insert or update the file's row (one per folder and file, whoever writes it) and make the
     document a member once its bytes are held. A failed download keeps the bytes held before,
-    if any, and records the modified time it failed at: an unchanged file is not tried again."""
+    if any, and records the modified time it failed at: an unchanged file is not tried again
+    (unless the failure was of the moment)."""
     remote, now = download.remote, utcnow()
     values = {
         "name": remote.name[:500], "mime": remote.mime_type, "size": remote.size,
@@ -140,9 +144,12 @@ def record_download(session: Session, folder: LinkedFolder, download: Download) 
     }
     if download.content_hash is not None:
         values["content_hash"] = download.content_hash
+    inserted = {**values, "modified_time": None} if download.transient else values
+    if download.transient:
+        del values["modified_time"]
     statement = insert(LinkedDocument).values(
         id=new_id(), vault_hash=folder.vault_hash, workspace_id=folder.workspace_id,
-        linked_folder_id=folder.id, notebook_id=folder.notebook_id, file_id=remote.id, created_at=now, **values,
+        linked_folder_id=folder.id, notebook_id=folder.notebook_id, file_id=remote.id, created_at=now, **inserted,
     ).on_conflict_do_update(index_elements=["linked_folder_id", "file_id"], set_=values)
     session.execute(statement)
     document = session.scalars(

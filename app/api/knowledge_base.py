@@ -21,7 +21,7 @@ from app.http import json_object, paging, refuse_unknown_fields, string_field, s
 from app.services.document_status import FAIL, documents_json, status_of
 from app.services.drive_connectors import SUPPORTED
 from app.services.ingest import request_ingest
-from app.services.sync_requests import limit_sync_rate, request_sync, sync_folders
+from app.services.sync_requests import request_sync, sync_folders
 from storage import linked, revisions
 
 bp = Blueprint("knowledge_base", __name__, url_prefix="/api")
@@ -62,8 +62,10 @@ def sync():  # type: ignore[no-untyped-def]
         return refusal(
             400, BAD_REQUEST, f"Unsupported source: {source}. Supported: {', '.join(SUPPORTED)}", "UNSUPPORTED_SOURCE"
         )
-    ids = string_list(body, "knowledge_base_ids", max_items=MAX_KNOWLEDGE_BASES, required=False) or None
-    limit_sync_rate(services(), principal.user_id)
+    # Absent: all of the caller's; an empty list names none (it must never mean "all": a sync deletes).
+    ids = string_list(body, "knowledge_base_ids", max_items=MAX_KNOWLEDGE_BASES, required=False) \
+        if body.get("knowledge_base_ids") is not None else None
+    services().limiter.hit("sync", principal.user_id)  # one counter per caller, every route
     return envelope(request_sync(services(), principal, source, ids).data())
 
 
@@ -88,7 +90,8 @@ def retry_failed():  # type: ignore[no-untyped-def]
     body = json_object()
     refuse_unknown_fields(body, ("knowledge_base_id", "document_ids"))
     notebook_id = string_field(body, "knowledge_base_id", required=True, max_len=64) or ""
-    wanted = string_list(body, "document_ids", max_items=MAX_DOCUMENTS, required=False) or None
+    wanted = string_list(body, "document_ids", max_items=MAX_DOCUMENTS, required=False) \
+        if body.get("document_ids") is not None else None
     svc = services()
     with svc.db.session() as session:
         notebook = owned_notebook(session, principal, notebook_id)

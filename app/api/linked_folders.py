@@ -15,7 +15,7 @@ from app.extensions import services
 from app.http import json_object, refuse_unknown_fields, string_field
 from app.services.drive_connectors import SUPPORTED, connector_for
 from app.services.ingest import request_ingest
-from app.services.sync_requests import limit_sync_rate, request_sync, sync_folders
+from app.services.sync_requests import request_sync, sync_folders
 from app.timestamps import iso
 from pipeline.connectors.base import DRIVE_NOT_AUTHORIZED, FOLDER_NOT_ALLOWED, FOLDER_UNAVAILABLE
 from pipeline.types import PipelineError
@@ -134,7 +134,7 @@ def sync_now(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         owned_notebook(session, principal, notebook_id)
-    limit_sync_rate(services(), principal.user_id)
+    services().limiter.hit("sync", principal.user_id)  # one counter per caller, every route
     return request_sync(services(), principal, "all", [notebook_id], connectors=SUPPORTED).data()
 
 

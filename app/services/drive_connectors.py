@@ -10,6 +10,7 @@ the stored authorisation revoked, so the next "sync now" says DRIVE_NOT_AUTHORIZ
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -41,7 +42,8 @@ def connector_for(svc: Services, name: str, owner_id: str) -> Connector:
         return GoogleDriveConnector(_service_account(settings.drive_service_account_file), **urls)
     with svc.db.reader() as session:
         stored = _stored(svc, session, owner_id)
-    return GoogleDriveConnector(stored, on_token=partial(_keep_token, svc, owner_id), **urls)
+    keep = partial(_keep_token, svc, owner_id, stored.refresh_token if stored else "")
+    return GoogleDriveConnector(stored, on_token=keep, **urls)
 
 
 def _service_account(path: Any) -> ServiceAccount:
@@ -64,25 +66,29 @@ def _stored(svc: Services, session: Session, owner_id: str) -> UserAuthorization
     )
 
 
-def note_refused(svc: Services, owner_id: str) -> None:
+def note_refused(svc: Services, owner_id: str, read_before: datetime) -> None:
     """Google refused the owner's authorisation (revoked or expired), or it cannot be read: keep
-    it, marked, until the owner authorises again."""
+    it, marked, until the owner authorises again. Only the one a connector made at
+    ``read_before`` used: an authorisation stored since is the owner's new one, not the refused."""
     if svc.settings.drive_service_account_file is not None:
         return
     with svc.db.session() as session:
         row = session.get(DriveAuthorization, owner_id)
-        if row is not None and row.revoked_at is None:
+        if row is not None and row.revoked_at is None and row.updated_at <= read_before:
             row.revoked_at = utcnow()
 
 
-def _keep_token(svc: Services, owner_id: str, token: dict[str, Any]) -> None:
-    """Store the new access token, so the next round does not ask Google for one again."""
+def _keep_token(svc: Services, owner_id: str, refresh_token: str, token: dict[str, Any]) -> None:
+    """Store the new access token, so the next round does not ask Google for one again; never
+    into an authorisation the owner replaced meanwhile (another refresh token)."""
     with svc.db.session() as session:
         row = session.get(DriveAuthorization, owner_id)
         if row is None:
             return
         key = svc.settings.session_key()
         fields = decrypt_authorization(key, row.sealed)
+        if fields.get("refresh_token") != refresh_token:
+            return
         fields.update(access_token=token.get("access_token"), expires_at=token.get("expires_at"))
         if token.get("refresh_token"):
             fields["refresh_token"] = token["refresh_token"]

@@ -7,7 +7,6 @@ this round will check, not how many will change.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -61,18 +60,6 @@ class SyncAnswer:
         return data
 
 
-def limit_sync_rate(svc: Services, user_id: str) -> None:
-    """One call a minute per caller (GNOSI_SYNCS_PER_MINUTE), whichever route it comes by: the
-    counter is the caller's, in notebooks.sqlite3."""
-    wait = svc.limiter.wait("sync", user_id)
-    if wait:
-        retry_after = max(1, math.ceil(wait))
-        raise ApiError(
-            429, "RATE_LIMITED", f"At most {svc.settings.syncs_per_minute} sync a minute; try again in {retry_after} s.",
-            retry_after=retry_after,
-        )
-
-
 def request_sync(
     svc: Services, principal: Principal, source: str, knowledge_base_ids: list[str] | None,
     *, connectors: tuple[str, ...] | None = None,
@@ -110,7 +97,9 @@ def sync_folders(
     except (KombuError, OSError):  # said at once, rather than "running" until its lease passes
         with svc.db.session() as session:
             linked.finish_run(session, run_id, "failed", {}, "The broker could not be reached.")
-        raise
+        raise ApiError(
+            503, "BROKER_UNAVAILABLE", "The sync could not be handed to the workers (the broker did not answer); try again.",
+        ) from None
     return run_id
 
 

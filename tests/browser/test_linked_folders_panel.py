@@ -95,7 +95,7 @@ def test_link_sync_schedule_and_unlink_a_folder_from_the_sources_panel(linked, o
     panel.get_by_role("button", name="Sync now").click()
     expect(panel.get_by_role("status")).to_have_text("Sync started: 1 document will be checked.")
     panel.get_by_role("button", name="Sync now").click()  # one sync a minute (GNOSI_SYNCS_PER_MINUTE)
-    expect(panel.locator("[data-role=linked-error]")).to_have_text(re.compile(r"^At most 1 sync a minute; try again in \d+ s\.$"))
+    expect(panel.locator("[data-role=linked-error]")).to_have_text(re.compile(r"^Too many sync requests; try again in \d+ s\.$"))
     expect(panel.get_by_role("status")).to_have_text("")
 
     # The schedule, chosen per folder, persists.

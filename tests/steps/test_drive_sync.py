@@ -5,6 +5,7 @@ authorisation, a folder that cannot be read, the service account, secrets never 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -223,3 +224,21 @@ def test_the_service_account_reads_drive_for_everyone_and_a_google_doc_arrives_a
     [document] = settled(instance, notebook_id, 1)
     assert (document["name"], document["mime_type"], document["status"]) == ("Meeting notes.pdf", "application/pdf", "AVAILABLE")
     assert instance.call("GET", "/api/drive/authorization").json["authorized"] is True
+
+
+def test_a_refusal_seen_with_an_older_authorisation_leaves_the_owners_new_one_alone(kb: Instance, drive: FakeDrive) -> None:
+    """A round that read the authorisation before its owner stored a new one must not mark the
+    new one revoked when Google refuses the old."""
+    from app.services.drive_connectors import note_refused
+    from storage.models import utcnow
+
+    authorize(kb, drive)
+    read_by_a_round = utcnow()
+    time.sleep(0.01)
+    authorize(kb, drive)
+    user_id = kb.read(lambda s: s.scalars(select(DriveAuthorization.user_id)).one())
+    with kb.app.app_context():
+        note_refused(kb.app.extensions["gnosi"], user_id, read_by_a_round)
+        assert kb.call("GET", "/api/drive/authorization").json["authorized"] is True
+        note_refused(kb.app.extensions["gnosi"], user_id, utcnow())
+    assert kb.call("GET", "/api/drive/authorization").json["authorized"] is False

@@ -250,6 +250,13 @@ def test_a_failed_document_is_not_retried_by_a_sync_only_by_the_retry_endpoint(
     kb.wait_for(lambda: len(extractions) == 2, "the failed document to be extracted again")
     assert extractions[-1][0].inputs.filename == "broken.pdf"
     assert by_name(settled(kb, notebook_id, 4))["broken.pdf"]["status"] == "FAIL"
+    rounds_done(kb, 2)
+
+    os.utime(drive / "broken.pdf", (1_900_000_000, 1_900_000_000))  # re-saved: same bytes, a new modified time
+    sync(kb, notebook_id)
+    rounds_done(kb, 3)
+    kb.wait_for(lambda: len(extractions) == 3, "a touched failed document to be extracted again")
+    assert extractions[-1][0].inputs.filename == "broken.pdf"
 
 
 def test_the_sync_call_validates_plans_and_refuses_as_the_seed_says(kb: Instance, drive: Path) -> None:
@@ -269,6 +276,8 @@ def test_the_sync_call_validates_plans_and_refuses_as_the_seed_says(kb: Instance
         {"reason": "NO_LINKED_FOLDER", "message": "This knowledge base has no linked folder of this source.",
          "knowledge_base_id": notebook_id},
     ]
+    nothing = kb.call("POST", "/api/knowledge-base/sync", json={"source": "folder", "knowledge_base_ids": []}).json["data"]
+    assert (nothing["matched_knowledge_base_count"], nothing["matched_folder_count"]) == (0, 0), "[] must not mean all"
     outside = kb.call(
         "POST", f"/api/notebooks/{notebook_id}/linked-folders", json={"connector": "folder", "folder": "/etc"}
     )
@@ -386,3 +395,29 @@ def test_a_folder_whose_schedule_is_due_is_synced_by_the_scheduled_round_once(kb
     assert triggers == ["link", "scheduled"]
     next_at = kb.read(lambda s: s.get(LinkedFolder, folder_id).next_sync_at)
     assert timedelta(seconds=590) < next_at - utcnow() <= timedelta(seconds=600)
+
+
+def test_a_download_the_drive_refused_for_a_moment_is_tried_again_by_the_next_round(
+    kb: Instance, drive: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipeline.connectors.folder import FolderConnector
+    from pipeline.connectors.google_drive import DRIVE_UNAVAILABLE
+    from pipeline.types import PipelineError
+
+    real, refused = FolderConnector.download, []
+
+    def busy_once(self: FolderConnector, folder_id: str, file_id: str, into: Any, max_bytes: int) -> int:
+        if file_id == "paraphrase.pdf" and not refused:
+            refused.append(file_id)
+            raise PipelineError(DRIVE_UNAVAILABLE, "The drive is busy.")
+        return real(self, folder_id, file_id, into, max_bytes)
+
+    monkeypatch.setattr(FolderConnector, "download", busy_once)
+    notebook_id, job_id = kb.create_notebook(["dmca"])
+    kb.wait_job_end(job_id)
+    link(kb, notebook_id, drive)
+    rounds_done(kb, 1)
+    assert by_name(documents(kb, notebook_id))["paraphrase.pdf"]["status"] == "FAIL"
+    sync(kb, notebook_id)  # the file did not change: a lasting failure would be skipped
+    rounds_done(kb, 2)
+    assert by_name(settled(kb, notebook_id, 2))["paraphrase.pdf"]["status"] == AVAILABLE
