@@ -22,17 +22,14 @@ pass for one whose batch said nothing. ``last_dropped`` counts what the latest s
 from __future__ import annotations
 
 import logging
-import time
-from contextlib import closing
 from dataclasses import dataclass
 
-import httpx
 import regex
 
 from pipeline.analysis.prompts import passage_inputs, step_messages, summary_inputs
 from pipeline.analysis.types import Focus, Passage, Point, Summary
 from pipeline.answering.citations import MARKER, best_quote, extract_markers, supports
-from pipeline.answering.openai_stream import stream_chunks
+from pipeline.answering.openai_stream import ChatEndpoint
 from pipeline.answering.sentences import MAX_SENTENCE_CHARS
 from pipeline.extractors.reference_lists import REFERENCES
 from pipeline.types import PipelineError
@@ -67,14 +64,7 @@ class LLMAnalysisEngine:
     name = "openai-compatible"
 
     def __init__(self, base_url: str, model: str, api_key: str = "", timeout: float = 240.0, *, temperature: float = 0.0) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
-        self.deadline_s = timeout
-        self.timeout = httpx.Timeout(min(timeout, 60.0), connect=min(timeout, 10.0))
-        self.temperature = temperature
-        self._headers = {"Accept": "text/event-stream"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+        self.endpoint = ChatEndpoint.configured(base_url, model, api_key, timeout, temperature)
         self.last_dropped = Dropped()
 
     def map(self, passages: list[Passage], focus: Focus, points: int) -> list[Point]:
@@ -92,7 +82,10 @@ class LLMAnalysisEngine:
         self.last_dropped = Dropped()
         if not inputs:
             return []
-        written = [line for line in self._complete(messages, points).splitlines() if line.strip()]
+        # More than the points asked for could fill is not read.
+        answer = self.endpoint.complete(messages, max_tokens=points * _TOKENS_PER_POINT,
+                                        max_chars=points * _CHARS_PER_POINT * 2)
+        written = [line for line in answer.splitlines() if line.strip()]
         kept: list[Point] = []
         for line in written:
             if len(kept) == points:
@@ -104,24 +97,6 @@ class LLMAnalysisEngine:
         if written and not kept:
             raise PipelineError("LLM_BAD_RESPONSE", "The model wrote no point that cites its inputs as asked.")
         return kept
-
-    def _complete(self, messages: list[dict], points: int) -> str:
-        payload = {"model": self.model, "messages": messages, "stream": True, "temperature": self.temperature,
-                   "max_tokens": points * _TOKENS_PER_POINT}
-        parts: list[str] = []
-        read = 0
-        deadline = time.monotonic() + self.deadline_s
-        with httpx.Client(timeout=self.timeout) as client, closing(stream_chunks(client, self.url, payload, self._headers)) as chunks:
-            for chunk in chunks:
-                if time.monotonic() > deadline:
-                    raise PipelineError("LLM_UNAVAILABLE", f"The model took longer than {self.deadline_s:,.0f} s.")
-                for choice in chunk.get("choices") or []:
-                    piece = (choice.get("delta") or {}).get("content") or ""
-                    parts.append(piece)
-                    read += len(piece)
-                if read > points * _CHARS_PER_POINT * 2:
-                    break  # more than the points asked for could fill: the rest is not read
-        return "".join(parts)
 
     def _point(self, line: str, inputs: list[_Input]) -> Point | None:
         claim = " ".join(MARKER.sub("", _BULLET.sub("", line)).split())

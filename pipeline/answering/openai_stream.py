@@ -9,11 +9,17 @@ JSON ``function.arguments`` string, which is complete only at the end of the str
 Transport failures become ``PipelineError`` codes the server can show and map to HTTP statuses:
 ``LLM_UNAVAILABLE`` (no connection, timeout, 5xx, stream cut), ``LLM_REJECTED`` (4xx: wrong key,
 unknown model, request too large) and ``LLM_BAD_RESPONSE`` (not the expected format).
+
+``ChatEndpoint.complete`` is the one bounded read of a whole answer that background steps (an
+analysis step, a knowledge note and its judge) share: chat streams to a person who can stop it, a
+background step has nobody watching, so its answer is bounded three ways at once.
 """
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,6 +60,53 @@ class ToolCallAccumulator:
             ToolCall(call.id or f"call_{index}", call.name, call.arguments)
             for index, call in sorted(self._calls.items())
         ]
+
+
+@dataclass(frozen=True)
+class ChatEndpoint:
+    """An OpenAI-compatible endpoint asked for one whole answer per request (no tools).
+
+    ``deadline_s`` bounds the whole request: the read timeout alone would let a server that
+    streams a piece every minute run forever. A stall is cut by the read timeout (at most 60 s)
+    and a slow stream by the deadline, checked at every chunk; both are ``LLM_UNAVAILABLE``, which
+    the task retries.
+    """
+
+    url: str
+    model: str
+    deadline_s: float
+    temperature: float
+    headers: dict[str, str]
+
+    @classmethod
+    def configured(cls, base_url: str, model: str, api_key: str, deadline_s: float, temperature: float) -> ChatEndpoint:
+        """The endpoint as ``GNOSI_LLM_*`` name it: ``base_url`` ends in ``/v1``."""
+        headers = {"Accept": "text/event-stream"}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
+        return cls(base_url.rstrip("/") + "/chat/completions", model, deadline_s, temperature, headers)
+
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int, max_chars: int) -> str:
+        """The answer's text, asked for at most ``max_tokens`` and read up to ``max_chars``: a
+        server that ignores ``max_tokens`` is not read further (the rest is abandoned, and the
+        connection released at once)."""
+        payload = {"model": self.model, "messages": messages, "stream": True, "temperature": self.temperature,
+                   "max_tokens": max_tokens}
+        timeout = httpx.Timeout(min(self.deadline_s, 60.0), connect=min(self.deadline_s, 10.0))
+        parts: list[str] = []
+        read = 0
+        deadline = time.monotonic() + self.deadline_s
+        with httpx.Client(timeout=timeout) as client, closing(stream_chunks(client, self.url, payload, self.headers)) as chunks:
+            for chunk in chunks:
+                if time.monotonic() > deadline:
+                    raise PipelineError("LLM_UNAVAILABLE", f"The model took longer than {self.deadline_s:,.0f} s.")
+                for choice in chunk.get("choices") or []:
+                    piece = (choice.get("delta") or {}).get("content") or ""
+                    parts.append(piece)
+                    read += len(piece)
+                if read > max_chars:
+                    break
+        return "".join(parts)
 
 
 def stream_chunks(
