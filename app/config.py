@@ -103,6 +103,11 @@ class Settings:
     chunking: ChunkSettings = _CHUNKS
     job_max_attempts: int = 5
     analysis_batch: BatchBounds = BatchBounds()
+    # A knowledge unit's size (pipeline.knowledge.plan): sections shorter merge, longer split.
+    knowledge_unit_min_chars: int = 600
+    knowledge_unit_max_chars: int = 4000
+    # Whether publishing (and editing) notes feeds the concepts; deletions and restores always do.
+    knowledge_auto_sync: bool = True
     ws_auth_seconds: int = 5
     ws_idle_seconds: int = 300
     ws_sockets_per_user: int = 8
@@ -194,6 +199,9 @@ class Settings:
                     _int(env, "GNOSI_CHUNK_MAX_CHARS", _CHUNKS.max_chars), MIN_BATCH_CHARS,
                 ),
             ),
+            knowledge_unit_min_chars=_int(env, "GNOSI_KNOWLEDGE_UNIT_MIN_CHARS", 600),
+            knowledge_unit_max_chars=max(_int(env, "GNOSI_KNOWLEDGE_UNIT_MAX_CHARS", 4000), 1000),
+            knowledge_auto_sync=env.get("GNOSI_KNOWLEDGE_AUTO_SYNC", "1") != "0",
             ws_auth_seconds=_int(env, "GNOSI_WS_AUTH_SECONDS", 5),
             ws_idle_seconds=_int(env, "GNOSI_WS_IDLE_SECONDS", 300),
             ws_sockets_per_user=_int(env, "GNOSI_WS_SOCKETS_PER_USER", 8),

@@ -23,6 +23,10 @@ from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, cosine_similarity, embedder_from_name
 from pipeline.fetch import FetchPolicy
+from pipeline.knowledge.concepts import OfflineConceptEngine
+from pipeline.knowledge.llm import LLMNoteWriter
+from pipeline.knowledge.offline import OfflineNoteWriter
+from pipeline.knowledge.types import NoteWriter
 from pipeline.streaming.limits import StreamLimits
 from pipeline.types import PipelineError
 from storage.blobs import BlobStore
@@ -144,25 +148,54 @@ class Services:
         embedder = self.embedder
         return ExtractiveEngine(similarity=cosine_similarity(embedder) if embedder.semantic else None)
 
+    @cached_property
+    def concept_engine(self) -> OfflineConceptEngine:
+        """What decides merges and writes modules: the offline engine (from shared key terms);
+        a model's merge decisions are the next step of issue #20."""
+        return OfflineConceptEngine()
+
+    @property
+    def model_name(self) -> str | None:
+        """``openai-compatible/<model>`` when a model is configured: what an analysis or a
+        knowledge job started now is written by (chat's choice), named with the model."""
+        settings = self.settings
+        return f"{LLMAnalysisEngine.name}/{settings.llm_model}" if settings.llm_base_url else None
+
     @property
     def analysis_engine_name(self) -> str:
-        """The engine a new analysis is written by, as chat's: the configured model (named with
-        it, ``openai-compatible/<model>``), else the offline engine."""
-        settings = self.settings
-        return f"{LLMAnalysisEngine.name}/{settings.llm_model}" if settings.llm_base_url else OfflineEngine.name
+        return self.model_name or OfflineEngine.name
+
+    @property
+    def note_writer_name(self) -> str:
+        return self.model_name or OfflineNoteWriter.name
 
     def analysis_engine(self, name: str) -> AnalysisEngine:
         """The engine an analysis was started with: its steps keep writing the way it began, so a
-        result is never half one model's; one begun with a model the settings no longer name
-        fails rather than switching. A model step must end within most of a lease, or the
-        sweeper would resend it while it runs."""
-        settings = self.settings
+        result is never half one model's."""
         if name == OfflineEngine.name:
             return OfflineEngine()
-        if name == self.analysis_engine_name:
-            deadline = min(240.0, 0.8 * settings.job_lease_seconds)
-            return LLMAnalysisEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key, timeout=deadline)
-        raise PipelineError("LLM_NOT_CONFIGURED", f"This analysis was started with {name}, which this worker's settings do not name.")
+        settings = self._model_settings(name, "analysis")
+        return LLMAnalysisEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key, timeout=self._model_deadline)
+
+    def note_writer(self, name: str) -> NoteWriter:
+        """The writer a knowledge job was started with: a source note is never half one model's."""
+        if name == OfflineNoteWriter.name:
+            return OfflineNoteWriter()
+        settings = self._model_settings(name, "knowledge job")
+        return LLMNoteWriter(settings.llm_base_url, settings.llm_model, settings.llm_api_key, timeout=self._model_deadline)
+
+    def _model_settings(self, name: str, what: str) -> Settings:
+        """The settings when they still name the model ``name`` says; work begun with a model the
+        settings no longer name fails rather than switching."""
+        if name != self.model_name:
+            raise PipelineError("LLM_NOT_CONFIGURED", f"This {what} was started with {name}, which this worker's settings do not name.")
+        return self.settings
+
+    @property
+    def _model_deadline(self) -> float:
+        """A model request must end within most of a lease, or the sweeper would resend its
+        message while it runs."""
+        return min(240.0, 0.8 * self.settings.job_lease_seconds)
 
 
 def services() -> Services:

@@ -90,6 +90,21 @@ def string_field(body: dict[str, Any], name: str, *, required: bool, max_len: in
     return value.strip()
 
 
+def int_field(body: dict[str, Any], name: str, *, default: int, minimum: int, maximum: int) -> int:
+    """A whole number between ``minimum`` and ``maximum`` (``true`` is no number here)."""
+    value = body.get(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise ApiError(400, "FIELD_INVALID", f"'{name}' must be a whole number from {minimum} to {maximum}.", field=name)
+    return value
+
+
+def bool_field(body: dict[str, Any], name: str, *, default: bool) -> bool:
+    value = body.get(name, default)
+    if not isinstance(value, bool):
+        raise ApiError(400, "FIELD_INVALID", f"'{name}' must be true or false.", field=name)
+    return value
+
+
 def choice_field(body: dict[str, Any], name: str, choices: tuple[str, ...], default: str | None) -> str | None:
     value = body.get(name, default)
     if value is None:

@@ -29,6 +29,7 @@ the same round.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sqlite3
 import subprocess
@@ -46,8 +47,6 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
-from pipeline.extractors.limits import ExtractLimits  # noqa: E402
-from pipeline.extractors.pdf import PdfExtractor  # noqa: E402
 from support.live import Deployment, deployment  # noqa: E402
 from support.processes import tree_cpu_seconds, tree_peak_kib  # noqa: E402
 from support.services import CORPUS  # noqa: E402
@@ -91,15 +90,32 @@ class Config:
     resources: int
 
 
-def raw_pages_per_second(files: list[Path]) -> tuple[float, int]:
-    """PDFium alone, in this process: the pipeline's decoder helper is part of what is compared."""
-    pdf, limits = PdfExtractor(), ExtractLimits()
-    for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
-        pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits)
-    pages, started = 0, time.perf_counter()
-    for path in files:
-        pages += pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits).page_count or 0
-    return pages / (time.perf_counter() - started), pages
+# Run in a process of its own with a checkout's packages first, so that each code's pipeline is
+# compared with its own extractor: what the pipeline's shape costs, apart from what extraction does.
+_RAW = """
+import json, sys, time
+from pathlib import Path
+from pipeline.extractors.limits import ExtractLimits
+from pipeline.extractors.pdf import PdfExtractor
+files = [Path(name) for name in json.loads(sys.argv[1])]
+pdf, limits = PdfExtractor(), ExtractLimits()
+for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
+    pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits)
+pages, started = 0, time.perf_counter()
+for path in files:
+    pages += pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits).page_count or 0
+print(pages / (time.perf_counter() - started))
+"""
+
+
+def raw_pages_per_second(files: list[Path], code: Code) -> float:
+    """PDFium alone, in one process, with ``code``'s extractor: the pipeline's decoder helper is
+    part of what is compared."""
+    done = subprocess.run(
+        [sys.executable, "-c", _RAW, json.dumps([str(path) for path in files])], cwd=code.root,
+        env={**os.environ, "PYTHONPATH": str(code.root)}, check=True, capture_output=True, text=True,
+    )
+    return float(done.stdout.strip().splitlines()[-1])
 
 
 @cache
@@ -247,24 +263,27 @@ def main() -> None:
     if args.embedded:
         configs.append(Config(EMBEDDED, 0, args.resources))
     samples: dict[tuple[Config, Code], list[dict[str, Any]]] = {(c, code): [] for c in configs for code in codes}
-    raws = []
+    raws: dict[Code, list[float]] = {code: [] for code in codes}
     # Rounds interleave the configurations, so a slow spell of a shared machine is spread over
     # all of them instead of landing on one; the raw extractor is measured again every round.
     # Each configuration runs with every code back to back, a different code first each round.
     for round_ in range(args.repeat):
-        raws.append(raw_pages_per_second(files)[0])
+        for code in codes:
+            raws[code].append(raw_pages_per_second(files, code))
         for config in configs:
             for code in codes[round_ % len(codes):] + codes[:round_ % len(codes)]:
                 with tempfile.TemporaryDirectory() as tmp:
                     row = run(config, code, Path(tmp), args.distinct, args.web_processes)
-                samples[(config, code)].append({**row, "e2e_raw": row["pages"] / row["seconds"] / raws[-1]})
+                samples[(config, code)].append({**row, "e2e_raw": row["pages"] / row["seconds"] / raws[code][-1]})
     print(f"corpus: {args.resources} resources over {len(PDFS)} PDFs, "
           f"{'each with its own bytes' if args.distinct else 'the same files in turn'}; cores: {os.cpu_count()}")
     print("layouts: " + "; ".join(f"{name}: {LAYOUTS[name]}" for name in dict.fromkeys(c.layout for c in configs)))
     print("code: " + "; ".join(f"{code.label}: {code.root}" for code in codes))
-    print(f"raw extractor (PDFium page text, one process): median {median(raws):.0f} pages/s "
-          f"(rounds: {', '.join(f'{raw:.0f}' for raw in raws)})")
-    print(f"medians over {args.repeat} rounds; e2e / raw compares each run with its round's raw figure; speed-up "
+    for code, measured in raws.items():
+        print(f"raw extractor of {code.label} (PDFium page text, one process): median {median(measured):.0f} pages/s "
+              f"(rounds: {', '.join(f'{raw:.0f}' for raw in measured)})")
+    print(f"medians over {args.repeat} rounds; e2e / raw compares each run with its round's raw figure of the "
+          "same code's extractor (what the pipeline costs beside extraction); speed-up "
           "is per page against the first configuration with the same code\n")
     print("| code | layout | extract workers | resources | extractions | pages | seconds (min-max) | time / old "
           "| pages/s | resources/s | e2e / raw | speed-up | peak MiB per worker | CPU s per role |")

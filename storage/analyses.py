@@ -14,6 +14,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from pipeline.analysis.types import Focus, Point
+from storage.lost_work import cancelled, lost, request_cancel  # noqa: F401 (the cancels are this module's API too)
 from storage.models import Analysis, AnalysisPart, Notebook, in_notebook, utcnow
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
@@ -132,18 +133,6 @@ def fail(analysis: Analysis, code: str, message: str) -> None:
     analysis.finished_at = utcnow()
 
 
-def cancelled(analysis: Analysis) -> None:
-    analysis.state, analysis.finished_at = "cancelled", utcnow()
-
-
-def request_cancel(analysis: Analysis) -> str:
-    """Ask an analysis to stop: a queued one is cancelled now, a running one at its next step."""
-    if analysis.state == "queued":
-        cancelled(analysis)
-    elif analysis.state == "running":
-        analysis.state = "cancelling"
-    return analysis.state
-
 
 def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
     """Revisions of ``notebook`` that an analysis reads or whose result cites them: kept while the
@@ -156,8 +145,4 @@ def pinned_revisions(session: Session, notebook: Notebook) -> set[str]:
 
 def recoverable(session: Session, *, queued_before: datetime) -> list[Analysis]:
     """Analyses whose messages may be lost: queued for a while, or holding an expired lease."""
-    now = utcnow()
-    return list(session.scalars(select(Analysis).where(
-        ((Analysis.state == "queued") & (Analysis.created_at < queued_before))
-        | (Analysis.state.in_(("running", "cancelling")) & (Analysis.lease_expires_at < now))
-    )))
+    return lost(session, Analysis, queued_before=queued_before)

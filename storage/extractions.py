@@ -3,7 +3,8 @@
 Extract workers upload each extraction here (``pipeline.extraction_cache`` makes the key and the
 bytes) and chunk workers read it back through the internal API; the database host keeps them so
 that every worker, on any machine, sees the same cache. An entry lives as long as a kept revision
-has a source made from it (``sources.extraction_key``), the retention revisions follow; an entry
+has a source made from it (``sources.extraction_key``), the retention revisions follow, or a
+knowledge source version is parsed from it (its job may parse it again: "restart from parse"); an entry
 no source ever took (its job was cancelled or failed) goes after ``ORPHAN_GRACE``.
 """
 from __future__ import annotations
@@ -18,7 +19,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage.files import receive, remove
-from storage.models import Source
+from storage.models import KnowledgeSourceVersion, Source
 
 KEY = re.compile(r"[0-9a-f]{64}")
 # Longer than any job's extract-to-index wait, so an entry a running job is about to take is kept.
@@ -49,6 +50,9 @@ class ExtractionStore:
     def delete_unreferenced(self, session: Session, keys: set[str]) -> int:
         """Delete the entries of ``keys`` that no source row names any more."""
         referenced = set(session.scalars(select(Source.extraction_key).where(Source.extraction_key.in_(keys))))
+        referenced |= set(session.scalars(
+            select(KnowledgeSourceVersion.extraction_key).where(KnowledgeSourceVersion.extraction_key.in_(keys))
+        ))
         return remove(self.path(key) for key in keys - referenced)
 
     def delete_orphans(self, session: Session) -> int:

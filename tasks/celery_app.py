@@ -25,9 +25,10 @@ EXTRACT = "extract"
 # queue, every chunk message waited behind every extract order sent before it, so nothing was
 # indexed until all sources were extracted and a core stood idle meanwhile (docs/decisions/0008).
 CHUNK = "chunk"
-# Analysis steps (tasks.analysis) read notebooks.sqlite3, so workers that hold it run them: the
-# coordinator role. Their own queue, so that a long analysis (hundreds of map steps, each seconds
-# with a model) does not hold up ingestion's steps: a worker takes turns between its queues.
+# Analysis steps (tasks.analysis) and knowledge stages (tasks.knowledge) read notebooks.sqlite3,
+# so workers that hold it run them: the coordinator role. Their own queue, so that a long analysis
+# or source note (hundreds of steps or units, each seconds with a model) does not hold up
+# ingestion's steps: a worker takes turns between its queues.
 ANALYSIS = "analysis"
 # The queues of a worker of each role: an extract worker reads and chunks sources.
 ROLE_QUEUES = {COORDINATOR: (COORDINATOR, ANALYSIS), EXTRACT: (EXTRACT, CHUNK)}
@@ -78,6 +79,7 @@ def celery_config(settings: Settings) -> dict:
         "task_queues": tuple(Queue(name) for name in ALL_QUEUES),
         "task_routes": {
             "ingest.extract": {"queue": EXTRACT}, "ingest.chunk": {"queue": CHUNK}, "analysis.*": {"queue": ANALYSIS},
+            "knowledge.*": {"queue": ANALYSIS},
         },
         "worker_hijack_root_logger": False,
         "beat_schedule": {
@@ -101,6 +103,7 @@ def celery_init_app(app: Flask, settings: Settings) -> Celery:
     celery_app.set_default()
     import tasks.analysis  # noqa: F401  (registers the shared tasks on this app)
     import tasks.ingest  # noqa: F401
+    import tasks.knowledge  # noqa: F401
     import tasks.sweeper  # noqa: F401
     import tasks.sync  # noqa: F401
 

@@ -6,21 +6,27 @@ receive twice: claims are compare-and-set, and results for finished sources are 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from typing import Any
 
 from celery import shared_task
 
 from app.extensions import services
-from sqlalchemy.orm import Session
 
 from storage import analyses, heartbeats, ingestion, jobs
+from storage.knowledge import events as knowledge_events
+from storage.knowledge import jobs as knowledge_jobs
 from storage.broker_cleanup import purge_consumed
 from storage.ingestion import ExtractOrder
-from storage.models import Notebook, utcnow
+from storage.models import Analysis, KnowledgeEvent, KnowledgeJob, Notebook, utcnow
 from tasks.analysis import advance as advance_analysis
+from tasks.knowledge import advance as advance_knowledge
+from tasks.knowledge import send_event
 from tasks.ingest import dispatch_ingest, lease, send_orders, write_vectors
 
 log = logging.getLogger(__name__)
+Leased = Analysis | KnowledgeJob | KnowledgeEvent
 
 
 @shared_task(name="sweep_jobs")
@@ -46,9 +52,19 @@ def sweep_jobs(lost_before: str | None = None) -> int:
                 orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
             else:
                 restart.append(job.id)
-        lost_analyses = _recoverable_analyses(session, queued_before, svc.settings.job_max_attempts, lease())
+        attempts, held_for = svc.settings.job_max_attempts, lease()
+        lost_analyses = _recover(analyses.recoverable(session, queued_before=queued_before), analyses.cancelled, analyses.fail,
+                                 attempts, held_for)
+        lost_knowledge = _recover(knowledge_jobs.recoverable(session, queued_before=queued_before), knowledge_jobs.cancelled,
+                                  knowledge_jobs.fail, attempts, held_for)
+        lost_events = _recover(knowledge_events.recoverable(session, queued_before=queued_before), None, knowledge_events.fail,
+                               attempts, held_for)
     for analysis_id in lost_analyses:
         advance_analysis.delay(analysis_id, resend=True)
+    for job_id in lost_knowledge:
+        advance_knowledge.delay(job_id, resend=True)
+    for event_id in lost_events:
+        send_event(event_id)
     for job_id, pending in orders.items():
         send_orders(job_id, pending)  # none left: only the activation was lost
     for job_id in restart:
@@ -65,23 +81,27 @@ def sweep_jobs(lost_before: str | None = None) -> int:
             write_vectors.delay(revision_id)
     except OSError:  # a broken disk must not stop the recovery above from running again
         log.exception("could not clean the evidence spool, the extraction cache or the vector files")
-    return len(orders) + len(restart) + len(lost_analyses)
+    return len(orders) + len(restart) + len(lost_analyses) + len(lost_knowledge) + len(lost_events)
 
 
-def _recoverable_analyses(session: Session, queued_before: datetime, max_attempts: int, held_for: timedelta) -> list[str]:
-    """Analyses to advance again (every step of their level still without a result is resent); one
-    resent ``max_attempts`` times ends: whatever kills its workers would kill the next one too."""
-    resend = []  # a step that finishes sets attempts back to 0 (app.services.analysis_steps.store_step)
-    for analysis in analyses.recoverable(session, queued_before=queued_before):
-        if analysis.state == "cancelling":  # its worker is gone: nothing is left to stop
-            analyses.cancelled(analysis)
+def _recover(
+    found: Sequence[Leased], cancelled: Callable[[Any], None] | None, fail: Callable[[Any, str, str], None], max_attempts: int,
+    held_for: timedelta,
+) -> list[str]:
+    """Analyses or knowledge jobs to advance again (every step or unit still without a result is
+    resent); one resent ``max_attempts`` times ends: whatever kills its workers would kill the
+    next one too. A step or unit that finishes sets the attempts back to 0."""
+    resend = []
+    for row in found:
+        if row.state == "cancelling" and cancelled is not None:  # its worker is gone: nothing is left to stop
+            cancelled(row)
             continue
-        analysis.attempts += 1
-        analysis.lease_expires_at = utcnow() + held_for
-        if analysis.attempts > max_attempts:
-            analyses.fail(analysis, ingestion.ATTEMPTS_EXHAUSTED, ingestion.attempts_exhausted(max_attempts))
+        row.attempts += 1
+        row.lease_expires_at = utcnow() + held_for
+        if row.attempts > max_attempts:
+            fail(row, ingestion.ATTEMPTS_EXHAUSTED, ingestion.attempts_exhausted(max_attempts))
         else:
-            resend.append(analysis.id)
+            resend.append(row.id)
     return resend
 
 

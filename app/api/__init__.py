@@ -12,6 +12,8 @@ def register_blueprints(app: Flask) -> None:
     from app.api.drive import bp as drive_bp
     from app.api.health import bp as health_bp
     from app.api.internal import bp as internal_bp
+    from app.api.knowledge import bp as knowledge_bp
+    from app.api.knowledge_concepts import bp as knowledge_concepts_bp
     from app.api.knowledge_base import bp as knowledge_base_bp
     from app.api.linked_folders import bp as linked_folders_bp
     from app.api.notebooks import bp as notebooks_bp
@@ -26,6 +28,7 @@ def register_blueprints(app: Flask) -> None:
     for blueprint in (
         session_bp, tables_bp, resources_bp, notebooks_bp, sources_bp, search_bp, chat_bp, analyses_bp, internal_bp,
         health_bp, citations_bp, openapi_bp, dashboard_bp, linked_folders_bp, knowledge_base_bp, drive_bp,
+        knowledge_bp, knowledge_concepts_bp,
     ):
         app.register_blueprint(blueprint)
     register_websocket(app)

@@ -12,7 +12,10 @@ from storage.models.accounts import Workspace, User, Membership, ApiToken, SignI
 from storage.models.notebooks import Notebook, NotebookAcl, NotebookResource, Revision, Source, Chunk, ChunkVector, Job, AuditOutcome
 from storage.models.conversations import ConversationThread, Message, RevisionPin
 from storage.models.analyses import Analysis, AnalysisPart
+from storage.models.knowledge import (
+    KnowledgeApproval, KnowledgeAsset, KnowledgeBlock, KnowledgeConcept, KnowledgeConceptVersion, KnowledgeContribution, KnowledgeEvent, KnowledgeJob, KnowledgeModule, KnowledgeModuleVersion, KnowledgeNote, KnowledgeNoteVersion, KnowledgePage, KnowledgeSource, KnowledgeSourceNote, KnowledgeSourceNoteVersion, KnowledgeSourceVersion, KnowledgeStageOutput, KnowledgeTree, KnowledgeTreeVersion,
+)
 from storage.models.linked import DriveAuthorization, LinkedDocument, LinkedFolder, SyncRun
 from storage.models.operations import Heartbeat, StepDuration
 
-__all__ = ["Analysis", "AnalysisPart", "ApiToken", "AuditOutcome", "Base", "Chunk", "ChunkVector", "ConversationThread", "DriveAuthorization", "Heartbeat", "Job", "LinkedDocument", "LinkedFolder", "Membership", "Message", "Notebook", "NotebookAcl", "NotebookResource", "RateLimit", "Revision", "RevisionPin", "Scoped", "SignInFailure", "SignInSession", "Source", "StepDuration", "SyncRun", "User", "Workspace", "in_notebook", "new_id", "utcnow"]
+__all__ = ["Analysis", "AnalysisPart", "ApiToken", "AuditOutcome", "Base", "Chunk", "ChunkVector", "ConversationThread", "DriveAuthorization", "Heartbeat", "Job", "KnowledgeApproval", "KnowledgeAsset", "KnowledgeBlock", "KnowledgeConcept", "KnowledgeConceptVersion", "KnowledgeContribution", "KnowledgeEvent", "KnowledgeJob", "KnowledgeModule", "KnowledgeModuleVersion", "KnowledgeNote", "KnowledgeNoteVersion", "KnowledgePage", "KnowledgeSource", "KnowledgeSourceNote", "KnowledgeSourceNoteVersion", "KnowledgeSourceVersion", "KnowledgeStageOutput", "KnowledgeTree", "KnowledgeTreeVersion", "LinkedDocument", "LinkedFolder", "Membership", "Message", "Notebook", "NotebookAcl", "NotebookResource", "RateLimit", "Revision", "RevisionPin", "Scoped", "SignInFailure", "SignInSession", "Source", "StepDuration", "SyncRun", "User", "Workspace", "in_notebook", "new_id", "utcnow"]

@@ -36,6 +36,7 @@ from app.services.folder_sync import sync_folder
 from storage import accounts, heartbeats, linked
 from storage.models import Notebook
 from analysis_tour import analyses_errors, analyses_tour
+from knowledge_tour import knowledge_notebook, knowledge_tour
 from support_api import create_notebook, index, services_of
 from test_internal import a_pack, running_draft, secret
 
@@ -250,6 +251,8 @@ def test_a_tour_of_the_api_matches_the_document(world, contract: Contract) -> No
     chat_over_websocket(world, contract, notebook_id)
     analyses_tour(world, contract, notebook_id)
     analyses_errors(world, contract, notebook_id)
+    # The knowledge layer: two PDFs made source notes, their concepts, trees, edits, approvals.
+    knowledge_tour(world, contract, knowledge_notebook(world, contract))
     check(call("DELETE", f"/api/notebooks/{notebook_id}/conversation"), 200)
     # Sources and jobs: add, cancel, refresh, retry, remove.
     check(call("POST", f"/api/notebooks/{notebook_id}/sources", json={"resource_ids": ["naacl"]}), 202)
@@ -421,6 +424,10 @@ def test_the_docs_page_and_its_assets_load(world, contract: Contract) -> None:
         ("GET", "/internal/jobs/x", {"headers": {"Authorization": "Bearer nope"}}, 401, "INTERNAL_AUTH_INVALID"),
         ("PUT", "/internal/extractions/NOT-A-KEY", {"internal": True, "data": b"x"}, 400, "EXTRACTION_KEY_INVALID"),
         ("GET", f"/internal/extractions/{'0' * 64}", {"internal": True}, 404, "EXTRACTION_NOT_FOUND"),
+        ("GET", "/api/notebooks/deadbeef/knowledge/concepts", {}, 404, "NOTEBOOK_NOT_FOUND"),
+        ("POST", "/api/notebooks/deadbeef/knowledge/ask", {"json": {"question": "q", "scope": "x"}}, 400, "FIELD_UNKNOWN"),
+        ("PUT", "/api/notebooks/deadbeef/knowledge/trees/x", {"json": {"nodes": []}}, 400, "FIELD_REQUIRED"),
+        ("POST", "/api/notebooks/deadbeef/knowledge/jobs/x/restart", {"data": "stage=write"}, 415, "JSON_REQUIRED"),
     ],
 )
 def test_errors_match_the_document(world, contract: Contract, method, path, kwargs, status, code) -> None:
@@ -455,7 +462,44 @@ def test_errors_of_a_notebook_match_the_document(world, contract: Contract) -> N
     check(call("POST", f"{base}/refresh"), 202)
     limited = check(call("POST", f"{base}/refresh"), 429, "RATE_LIMITED")
     assert limited.headers["Retry-After"] == str(limited.json["retry_after"])
+    knowledge_errors_of_a_notebook(world, contract, notebook_id)
     browser = world.app.test_client()
     check(browser.post("/api/session", json={"username": "alice", "password": "wrong"}), 401, "SIGN_IN_FAILED")
     check(browser.post("/api/session", json={"token": world.tokens["alice"]}), 200)
     check(browser.patch(base, json={"title": "t"}), 403, "CSRF_FAILED")
+
+
+def knowledge_errors_of_a_notebook(world, contract: Contract, notebook_id: str) -> None:  # type: ignore[no-untyped-def]
+    """The knowledge layer of a notebook with nothing indexed yet: unknown ids, bad input, a
+    viewer, a stale tree (one made of a group needs no concept)."""
+    check, call = contract.check, world.call
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    check(call("POST", f"{base}/sources", json={"resource_id": "dmca"}), 409, "CONTEXT_NOT_READY")
+    check(call("POST", f"{base}/sources", json={"resource_id": "naacl"}), 404, "RESOURCE_NOT_IN_NOTEBOOK")
+    check(call("POST", f"{base}/sources", json={"resource": "dmca"}), 400, "FIELD_UNKNOWN")
+    check(call("GET", f"{base}/sources/nope"), 404, "KNOWLEDGE_SOURCE_NOT_FOUND")
+    check(call("POST", f"{base}/sources/nope/restore"), 404, "KNOWLEDGE_SOURCE_NOT_FOUND")
+    check(call("GET", f"{base}/jobs/nope"), 404, "KNOWLEDGE_JOB_NOT_FOUND")
+    check(call("POST", f"{base}/jobs/nope/cancel"), 404, "KNOWLEDGE_JOB_NOT_FOUND")
+    check(call("POST", f"{base}/jobs/nope/restart", json={"stage": "proofread"}), 400, "FIELD_INVALID")
+    check(call("GET", f"{base}/jobs?per_page=101"), 400, "PAGE_SIZE_TOO_LARGE")
+    check(call("GET", f"{base}/source-notes/nope"), 404, "SOURCE_NOTE_NOT_FOUND")
+    check(call("GET", f"{base}/source-notes/nope/markdown"), 404, "SOURCE_NOTE_NOT_FOUND")
+    check(call("GET", f"{base}/notes/nope"), 404, "NOTE_NOT_FOUND")
+    check(call("DELETE", f"{base}/notes/nope"), 404, "NOTE_NOT_FOUND")
+    check(call("PATCH", f"{base}/notes/nope/blocks/b1", json={"expected_version_id": "v", "text": "t"}), 404, "NOTE_NOT_FOUND")
+    check(call("GET", f"{base}/search"), 400, "FIELD_INVALID")
+    check(call("GET", f"{base}/concepts/nope"), 404, "CONCEPT_NOT_FOUND")
+    check(call("GET", f"{base}/events?page=0"), 400, "BAD_PAGINATION")
+    check(call("GET", f"{base}/trees/nope"), 404, "TREE_NOT_FOUND")
+    check(call("POST", f"{base}/trees", json={"title": "t", "nodes": [{"key": "a", "kind": "concept", "concept_id": "nope"}]}),
+          400, "TREE_INVALID")
+    check(call("POST", f"{base}/trees", json={"title": "t"}, who="vic"), 403, "READ_ONLY")
+    tree = check(call("POST", f"{base}/trees", json={"title": "Topics", "nodes": [
+        {"key": "a", "kind": "group", "title": "A group"}]}), 201).json
+    stale = {"expected_version_id": "0" * 32, "nodes": []}
+    conflict = check(call("PUT", f"{base}/trees/{tree['id']}", json=stale), 409, "VERSION_CONFLICT").json
+    assert conflict["current_version_id"] == tree["version"]["id"], conflict
+    check(call("GET", f"{base}/approvals/nope"), 404, "APPROVAL_NOT_FOUND")
+    check(call("POST", f"{base}/approvals/nope/approve"), 404, "APPROVAL_NOT_FOUND")
+    check(call("GET", f"{base}/sources", who="eve"), 404, "NOTEBOOK_NOT_FOUND")

@@ -20,6 +20,15 @@ A turn is an object with any of:
   ``"piece_chars"`` characters, so one call is split over several chunks.
 * ``"status"``: an HTTP error status to answer instead (with an OpenAI-style error body).
 * ``"delay"``: seconds to sleep before each streamed chunk (to test cancellation).
+* ``"match"``: a substring of the request's system message. A turn with one is played for every
+  request whose system message has it (the first such turn), outside the count; the others play
+  in turn. So one script answers two kinds of request that arrive in any order (a knowledge note
+  and its judge).
+
+For a knowledge note (its window is JSON in the user message, see ``pipeline.knowledge.prompts``),
+``{unit_title}`` becomes the unit's title, ``{paragraph_sentence}`` the first sentence of the
+window's first paragraph (its first block when it has none), escaped for a JSON string, and
+``{paragraph_ref}`` that block's ``ref``.
 """
 from __future__ import annotations
 
@@ -45,8 +54,11 @@ class ScriptedHandler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:  # noqa: N802 (http.server naming)
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))) or b"{}")
         with self.lock:
-            turn = self.script[min(type(self).counter, len(self.script) - 1)]
-            type(self).counter += 1
+            turn = _matching(self.script, body.get("messages", []))
+            if turn is None:
+                played = [turn for turn in self.script if "match" not in turn] or [{"status": 404}]
+                turn = played[min(type(self).counter, len(played) - 1)]
+                type(self).counter += 1
             if self.log_path:
                 with self.log_path.open("a", encoding="utf-8") as log:
                     log.write(json.dumps(body) + "\n")
@@ -114,9 +126,23 @@ class ScriptedHandler(BaseHTTPRequestHandler):
         """Stay quiet: tests read the request log, not stderr."""
 
 
+def _matching(script: list[dict[str, Any]], messages: list[dict[str, Any]]) -> dict[str, Any] | None:
+    system = next((m.get("content") or "" for m in messages if m.get("role") == "system"), "")
+    return next((turn for turn in script if "match" in turn and turn["match"] in system), None)
+
+
 def _fill(template: str, body: dict[str, Any]) -> str:
     """Replace the placeholders (see the module docstring)."""
     text = template.replace("{fake_chunk}", FAKE_CHUNK_ID)
+    if "{unit_title}" in text or "{paragraph_" in text:
+        window = _user_json(body.get("messages", []))
+        blocks = [block for block in window.get("blocks") or [] if isinstance(block, dict)]
+        paragraph = next((block for block in blocks if block.get("kind") == "paragraph"), blocks[0] if blocks else {})
+        escaped = {"{unit_title}": str((window.get("unit") or {}).get("title", "")),
+                   "{paragraph_sentence}": _first_sentence(paragraph.get("text", ""))}
+        for placeholder, value in escaped.items():
+            text = text.replace(placeholder, json.dumps(value)[1:-1])
+        text = text.replace("{paragraph_ref}", str(paragraph.get("ref", 1)))
     for ref, item in enumerate(_analysis_inputs(body.get("messages", [])), start=1):
         text = text.replace(f"{{sentence:{ref}}}", _first_sentence(item.get("text", "")))
     if "{chunk" not in text and "{analysis_id}" not in text:
@@ -155,15 +181,19 @@ def _nested_dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def _analysis_inputs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [item for item in _user_json(messages).get("inputs") or [] if isinstance(item, dict)]
+
+
+def _user_json(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The latest user message as a JSON object (empty when it is none)."""
     for message in reversed(messages):
         if message.get("role") == "user":
             try:
                 content = json.loads(message.get("content") or "null")
             except ValueError:
-                return []
-            inputs = content.get("inputs") if isinstance(content, dict) else None
-            return [item for item in inputs or [] if isinstance(item, dict)]
-    return []
+                return {}
+            return content if isinstance(content, dict) else {}
+    return {}
 
 
 def main() -> None:

@@ -3,8 +3,10 @@ from __future__ import annotations
 
 import shutil
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 
+import pypdfium2
 import yaml
 
 from app.scaffold import SCHEMA_FIELDS
@@ -37,3 +39,18 @@ class VaultBuilder:
 
     def pdf_record(self, resource_id: str, corpus_pdf: str, title: str | None = None) -> str:
         return self.record(resource_id, title or corpus_pdf, file=self.attach_corpus(f"pdf/{corpus_pdf}"))
+
+    def pdf_pages_record(self, resource_id: str, corpus_pdf: str, pages: Sequence[int], title: str | None = None) -> str:
+        """A record whose file holds only ``pages`` (0-based) of a corpus PDF, copied as they are
+        (PDFium imports the page objects, text layer and all): two parts of one real document are
+        two sources on one subject."""
+        original = pypdfium2.PdfDocument(CORPUS / "pdf" / corpus_pdf)
+        part = pypdfium2.PdfDocument.new()
+        try:
+            part.import_pages(original, list(pages))
+            name = f"{Path(corpus_pdf).stem}-p{pages[0] + 1}-{pages[-1] + 1}.pdf"
+            part.save(self.root / "files" / name)
+        finally:
+            part.close()
+            original.close()
+        return self.record(resource_id, title or name, file=f"files/{name}")

@@ -103,7 +103,7 @@ def test_cancel_stops_a_queued_analysis_now_and_a_running_one_at_its_next_step(d
 
 
 def test_the_sweeper_resends_a_lost_analysis_cancels_a_cancelling_one_and_gives_up_on_one_that_kills_workers(db: Database) -> None:
-    from tasks.sweeper import _recoverable_analyses
+    from tasks.sweeper import _recover
 
     notebook_id = stored_notebook(db, "alice", DOCUMENTS[:1])
     lost, stopping, doomed = _start(db, notebook_id), _start(db, notebook_id), _start(db, notebook_id)
@@ -113,7 +113,8 @@ def test_the_sweeper_resends_a_lost_analysis_cancels_a_cancelling_one_and_gives_
             analysis = session.get(Analysis, analysis_id)
             analysis.state, analysis.lease_expires_at, analysis.attempts = state, expired, attempts
     with db.session() as session:
-        assert _recoverable_analyses(session, utcnow() - timedelta(minutes=5), 5, timedelta(minutes=5)) == [lost]
+        found = analyses.recoverable(session, queued_before=utcnow() - timedelta(minutes=5))
+        assert _recover(found, analyses.cancelled, analyses.fail, 5, timedelta(minutes=5)) == [lost]
     with db.reader() as session:
         states = {a.id: (a.state, a.error_code) for a in session.scalars(select(Analysis))}
     assert states == {lost: ("running", None), stopping: ("cancelled", None), doomed: ("failed", "ATTEMPTS_EXHAUSTED")}

@@ -1,0 +1,168 @@
+"""Searching and asking a notebook's knowledge (issue #20 item 5; the ranking and the answer are
+``pipeline.knowledge.ask``).
+
+A search reads in one transaction: the notes' full-text rows (only a current source version's
+notes, and only the version's own when the question is scoped to it) and the active concepts,
+each with the document blocks its evidence points to. The answer is composed outside any
+transaction, and then everything it rests on is read again: every hit still active at the version
+found, every cited page's source version still current. When anything moved (a source deleted,
+a note edited, a concept rebuilt) the answer is withdrawn with ``SOURCE_CHANGED`` and no hit:
+quoting a page a person just deleted would pass stale knowledge off as current.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import select, text
+from sqlalchemy.orm import Session
+
+from app.errors import ApiError
+from app.extensions import Services
+from pipeline.fts_query import build_match_query
+from pipeline.knowledge.ask import CONCEPT, NOTE, Composed, Hit, Passage, compose, concept_score, interleave
+from storage.knowledge import sources
+from storage.models import (
+    KnowledgeBlock,
+    KnowledgeConcept,
+    KnowledgeConceptVersion,
+    KnowledgeModuleVersion,
+    KnowledgeNote,
+    KnowledgeNoteVersion,
+    KnowledgePage,
+    Notebook,
+    in_notebook,
+)
+
+# bm25 weights of the notes' columns: title, summary, body.
+_NOTE_COLUMNS = (4.0, 2.0, 1.0)
+
+
+def search(session: Session, notebook: Notebook, question: str, *, scope: str | None, limit: int) -> list[Hit]:
+    """What ``question`` finds: notes of ``scope`` (a source version) alone, or notes and
+    concepts in turns."""
+    if scope is not None:
+        _check_scope(session, notebook, scope)
+    notes = _notes(session, notebook, question, scope, limit)
+    if scope is not None:
+        return notes
+    return interleave(notes, _concepts(session, notebook, question, limit), limit)
+
+
+def answer(svc: Services, notebook_id: str, question: str, *, scope: str | None, limit: int) -> tuple[Composed, list[Hit]]:
+    """The answer and the hits it was composed from, or ``SOURCE_CHANGED`` when what it rests on
+    changed while it was being composed."""
+    with svc.db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        hits = search(session, notebook, question, scope=scope, limit=limit)
+    composed = compose(question, hits)
+    with svc.db.reader() as session:
+        if not still_valid(session, hits, composed, scope):
+            raise ApiError(409, "SOURCE_CHANGED", "A source this answer rested on changed while it was written: ask again.")
+    return composed, hits
+
+
+def still_valid(session: Session, hits: list[Hit], composed: Composed, scope: str | None) -> bool:
+    """Whether every hit is still active at the version it was found at and every cited page's
+    source version (and the scope) is still its source's current version."""
+    for hit in hits:
+        if hit.kind == NOTE:
+            note = session.get(KnowledgeNote, hit.id)
+            if note is None or note.state != "active" or note.active_version_id != hit.version_id:
+                return False
+        else:
+            concept = session.get(KnowledgeConcept, hit.id)
+            if concept is None or concept.state != "active" or concept.active_version_id != hit.version_id:
+                return False
+    versions = {citation.passage.source_version_id for citation in composed.citations}
+    versions |= {passage.source_version_id for hit in hits if hit.kind == NOTE for passage in hit.passages}
+    if scope is not None:
+        versions.add(scope)
+    return all(sources.is_current(session, version_id) for version_id in versions)
+
+
+def _check_scope(session: Session, notebook: Notebook, version_id: str) -> None:
+    if sources.version(session, notebook, version_id) is None:
+        raise ApiError(404, "KNOWLEDGE_SOURCE_VERSION_NOT_FOUND", "No such source version in this notebook.")
+    if not sources.is_current(session, version_id):
+        raise ApiError(409, "SOURCE_CHANGED", "That source version was deleted or replaced by a newer one.")
+
+
+def _notes(session: Session, notebook: Notebook, question: str, scope: str | None, limit: int) -> list[Hit]:
+    """The current notes ``question`` finds, best first. Notes of an older version or a deleted
+    source keep their full-text rows (a restore needs them), so the rows are joined to the current
+    notes before the limit: copies of a document uploaded again never crowd out its live notes."""
+    match = build_match_query(question)
+    if match is None:
+        return []
+    where = "knowledge_notes_fts MATCH :match AND knowledge_notes_fts.notebook_id = :notebook"
+    if scope is not None:
+        where += " AND knowledge_notes_fts.source_version_id = :scope"
+    rows = session.execute(text(
+        f"SELECT knowledge_notes_fts.note_id, bm25(knowledge_notes_fts, {', '.join(map(str, _NOTE_COLUMNS))}) AS rank "
+        "FROM knowledge_notes_fts "
+        "JOIN knowledge_notes ON knowledge_notes.id = knowledge_notes_fts.note_id AND knowledge_notes.state = 'active' "
+        "AND knowledge_notes.active_version_id = knowledge_notes_fts.note_version_id "
+        "JOIN knowledge_sources ON knowledge_sources.active_version_id = knowledge_notes.source_version_id "
+        "AND knowledge_sources.state = 'active' "
+        f"WHERE {where} ORDER BY rank LIMIT :many"  # noqa: S608 (constants only)
+    ), {"match": match, "notebook": notebook.id, "scope": scope, "many": limit}).all()
+    found = {note.id: (note, version) for note, version in session.execute(
+        select(KnowledgeNote, KnowledgeNoteVersion)
+        .join(KnowledgeNoteVersion, KnowledgeNoteVersion.id == KnowledgeNote.active_version_id)
+        .where(KnowledgeNote.id.in_([row.note_id for row in rows]))
+    )}
+    hits = []
+    for row in rows:
+        note, version = found[row.note_id]
+        refs = [(note.source_version_id, item["block_ordinal"]) for item in version.evidence]
+        hits.append(Hit(NOTE, note.id, version.id, version.title, -row.rank, tuple(_passages(session, refs))))
+    return hits
+
+
+def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -> list[Hit]:
+    """The active concepts sharing a term with ``question``, best first."""
+    rows = session.execute(
+        select(KnowledgeConcept, KnowledgeConceptVersion)
+        .join(KnowledgeConceptVersion, KnowledgeConceptVersion.id == KnowledgeConcept.active_version_id)
+        .where(in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.state == "active")
+    ).all()
+    scored = []
+    for concept, version in rows:
+        points = _points(session, version.module_version_ids)
+        score = concept_score(question, concept.name, [point["text"] for point in points])
+        if score > 0:
+            scored.append((score, concept, version, points))
+    scored.sort(key=lambda entry: (-entry[0], entry[1].created_at, entry[1].id))
+    hits = []
+    for score, concept, version, points in scored[:limit]:
+        source_of = _note_sources(session, {point["note_id"] for point in points})
+        refs = [(source_of[point["note_id"]], item["block_ordinal"]) for point in points if point["note_id"] in source_of
+                for item in point["evidence"]]
+        hits.append(Hit(CONCEPT, concept.id, version.id, concept.name, score, tuple(_passages(session, refs))))
+    return hits
+
+
+def _points(session: Session, module_version_ids: list[str]) -> list[dict[str, Any]]:
+    query = select(KnowledgeModuleVersion).where(KnowledgeModuleVersion.id.in_(module_version_ids))
+    return [point for module in session.scalars(query.order_by(KnowledgeModuleVersion.id)) for point in module.body]
+
+
+def _note_sources(session: Session, note_ids: set[str]) -> dict[str, str]:
+    query = select(KnowledgeNote.id, KnowledgeNote.source_version_id).where(KnowledgeNote.id.in_(note_ids))
+    return {note_id: version_id for note_id, version_id in session.execute(query)}
+
+
+def _passages(session: Session, refs: Iterable[tuple[str, int]]) -> list[Passage]:
+    """The document blocks ``refs`` name (source version, ordinal), once each, in the order named."""
+    wanted = list(dict.fromkeys(refs))
+    if not wanted:
+        return []
+    versions = {version for version, _ in wanted}
+    blocks = {(block.source_version_id, block.ordinal): block for block in session.scalars(select(KnowledgeBlock).where(
+        KnowledgeBlock.source_version_id.in_(versions), KnowledgeBlock.ordinal.in_({ordinal for _, ordinal in wanted})))}
+    labels = {(page.source_version_id, page.number): page.label for page in session.scalars(
+        select(KnowledgePage).where(KnowledgePage.source_version_id.in_(versions)))}
+    return [Passage(version, ordinal, blocks[(version, ordinal)].page, labels.get((version, blocks[(version, ordinal)].page)),
+                    blocks[(version, ordinal)].text)
+            for version, ordinal in wanted if (version, ordinal) in blocks]

@@ -1,0 +1,110 @@
+"""A source version's job through its stages, and what each stage stored (docs/decisions/0021).
+
+Stage outputs are rows written the moment a stage, or one unit of the ``write`` and ``check``
+stages, ends; a job resumes from them. Storing an output keeps the first one (a unit written twice
+by two deliveries of one message keeps the first), and "restart from stage X" deletes X's outputs
+and every later stage's, keeping the earlier ones.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.orm import Session
+
+from pipeline.knowledge.types import STAGES
+from storage.lost_work import cancelled, lost, request_cancel  # noqa: F401 (the cancels are this module's API too)
+from storage.models import KnowledgeJob, KnowledgeStageOutput, Notebook, in_notebook, utcnow
+
+ACTIVE_STATES = ("queued", "running", "cancelling")
+ENDED_STATES = ("completed", "completed_with_warnings", "failed", "cancelled")
+
+
+def start(session: Session, notebook: Notebook, source_version_id: str, *, engine: str, requested_by: str | None) -> KnowledgeJob:
+    job = KnowledgeJob(
+        vault_hash=notebook.vault_hash, workspace_id=notebook.workspace_id, notebook_id=notebook.id,
+        source_version_id=source_version_id, engine=engine, state="queued", stage=STAGES[0],
+        requested_by=requested_by, attempts=0, warnings=[],
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
+def get(session: Session, notebook: Notebook, job_id: str) -> KnowledgeJob | None:
+    return session.scalar(select(KnowledgeJob).where(in_notebook(KnowledgeJob, notebook), KnowledgeJob.id == job_id))
+
+
+def latest_of(session: Session, source_version_id: str) -> KnowledgeJob | None:
+    query = select(KnowledgeJob).where(KnowledgeJob.source_version_id == source_version_id)
+    return session.scalar(query.order_by(KnowledgeJob.created_at.desc(), KnowledgeJob.id).limit(1))
+
+
+def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0) -> list[KnowledgeJob]:
+    query = select(KnowledgeJob).where(in_notebook(KnowledgeJob, notebook))
+    return list(session.scalars(query.order_by(KnowledgeJob.created_at.desc(), KnowledgeJob.id).limit(limit).offset(offset)))
+
+
+def active_of_versions(session: Session, version_ids: list[str]) -> list[KnowledgeJob]:
+    query = select(KnowledgeJob).where(KnowledgeJob.source_version_id.in_(version_ids), KnowledgeJob.state.in_(ACTIVE_STATES))
+    return list(session.scalars(query))
+
+
+def output(session: Session, job_id: str, stage: str, part: str = "") -> dict[str, Any] | None:
+    row = session.get(KnowledgeStageOutput, (job_id, stage, part))
+    return row.output if row is not None else None
+
+
+def outputs(session: Session, job_id: str, stage: str) -> dict[str, dict[str, Any]]:
+    """Every stored part of ``stage``, by part key."""
+    query = select(KnowledgeStageOutput).where(KnowledgeStageOutput.job_id == job_id, KnowledgeStageOutput.stage == stage)
+    return {row.part: row.output for row in session.scalars(query)}
+
+
+def store(session: Session, job_id: str, stage: str, produced: dict[str, Any], part: str = "") -> bool:
+    """Keep what a stage (or one unit of it) produced, unless a run before this one stored it."""
+    if session.get(KnowledgeStageOutput, (job_id, stage, part)) is not None:
+        return False
+    session.add(KnowledgeStageOutput(job_id=job_id, stage=stage, part=part, output=produced))
+    session.flush()
+    return True
+
+
+def restart_from(session: Session, job: KnowledgeJob, stage: str) -> None:
+    """Run the job again from ``stage``: that stage's outputs and every later one's go, earlier ones stay."""
+    later = STAGES[STAGES.index(stage):]
+    session.execute(delete(KnowledgeStageOutput).where(
+        KnowledgeStageOutput.job_id == job.id, KnowledgeStageOutput.stage.in_(later)
+    ))
+    job.state, job.stage, job.attempts, job.warnings = "queued", stage, 0, []
+    job.error_code = job.error = None
+    job.started_at = job.finished_at = job.lease_expires_at = None
+
+
+def claim(job: KnowledgeJob, held_for: timedelta) -> bool:
+    """Whether a message may work on the job now, renewing its lease: a queued job is taken, a
+    ``cancelling`` one is cancelled here (the contract's landing place for a cancel)."""
+    if job.state == "cancelling":
+        cancelled(job)
+    if job.state == "queued":
+        job.state, job.started_at = "running", utcnow()
+    if job.state != "running":
+        return False
+    job.lease_expires_at = utcnow() + held_for
+    return True
+
+
+def finish(job: KnowledgeJob, warnings: list[dict[str, Any]]) -> None:
+    job.state = "completed_with_warnings" if warnings else "completed"
+    job.warnings, job.finished_at, job.stage = warnings, utcnow(), STAGES[-1]
+
+
+def fail(job: KnowledgeJob, code: str, message: str) -> None:
+    job.state, job.error_code, job.error, job.finished_at = "failed", code, message[:500], utcnow()
+
+
+
+def recoverable(session: Session, *, queued_before: datetime) -> list[KnowledgeJob]:
+    """Jobs whose messages may be lost: queued for a while, or holding an expired lease."""
+    return lost(session, KnowledgeJob, queued_before=queued_before)

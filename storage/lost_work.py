@@ -1,0 +1,41 @@
+"""Durable work whose messages may be lost: one query for every kind of leased row.
+
+Analyses and knowledge jobs share a life (queued → running → ended, ``cancelling`` between) and a
+lease their messages renew; the sweeper resends whatever ``lost`` finds, and a cancel lands the
+same way on both.
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from storage.models import utcnow
+
+Row = TypeVar("Row")
+
+
+def lost(session: Session, model: type[Row], *, queued_before: datetime) -> list[Row]:
+    """Rows of ``model`` queued since before ``queued_before``, or running (or cancelling) on an
+    expired lease."""
+    now = utcnow()
+    table: Any = model
+    return list(session.scalars(select(model).where(
+        ((table.state == "queued") & (table.created_at < queued_before))
+        | (table.state.in_(("running", "cancelling")) & (table.lease_expires_at < now))
+    )))
+
+
+def cancelled(row: Any) -> None:
+    row.state, row.finished_at = "cancelled", utcnow()
+
+
+def request_cancel(row: Any) -> str:
+    """Ask the work to stop: a queued one is cancelled now, a running one at its next message."""
+    if row.state == "queued":
+        cancelled(row)
+    elif row.state == "running":
+        row.state = "cancelling"
+    return row.state
