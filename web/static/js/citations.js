@@ -40,17 +40,12 @@ export function citationItem(citation, number, { kind = "Citation", quote = true
  * a modifier key or another button, keep the browser's own way (a new tab, a download).
  */
 export function openCitationsIn(container, dialog) {
-  if (!wiredDialogs.has(dialog)) {
-    wiredDialogs.add(dialog);
-    dialog.querySelector('[data-action="close"]').addEventListener("click", () => dialog.close());
-  }
   container.addEventListener("click", (event) => {
     const link = event.target.closest("a[data-citation]");
     const citation = link && linked.get(link);
     if (!citation || isWebCitation(citation) || event.ctrlKey || event.metaKey || event.shiftKey || event.button !== 0) return;
     event.preventDefault();
-    dialog.showModal();
-    showEvidence(byRole("viewer", dialog), {
+    showInViewer(dialog, {
       notebookId: citation.notebook_id,
       chunkId: citation.chunk_id,
       revisionId: citation.revision_id,
@@ -58,4 +53,14 @@ export function openCitationsIn(container, dialog) {
       title: citation.title,
     });
   });
+}
+
+/** Open `dialog`'s viewer on `target` (with its `evidence` when the caller has it already). */
+export function showInViewer(dialog, target, evidence = null) {
+  if (!wiredDialogs.has(dialog)) {
+    wiredDialogs.add(dialog);
+    dialog.querySelector('[data-action="close"]').addEventListener("click", () => dialog.close());
+  }
+  dialog.showModal();
+  return showEvidence(byRole("viewer", dialog), target, evidence);
 }

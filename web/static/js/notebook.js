@@ -1,8 +1,8 @@
 /**
- * The notebook page: sources, chat, analyses and settings side by side on wide screens, as tabs on
- * narrow ones. Only this visible notebook is polled: every 1.5 s while a job runs, every 10 s
- * otherwise, the shared transcript every 10 s, and its analyses while one runs (analyses.js); a
- * hidden tab polls nothing.
+ * The notebook page: sources, chat, analyses, knowledge and settings side by side on wide screens,
+ * as tabs on narrow ones. Only this visible notebook is polled: every 1.5 s while a job runs, every
+ * 10 s otherwise, the shared transcript every 10 s, its analyses while one runs (analyses.js), and
+ * its knowledge while a source note is being made (knowledge.js); a hidden tab polls nothing.
  */
 import { api } from "./api.js";
 import { AnalysesPanel } from "./analyses.js";
@@ -12,6 +12,7 @@ import { LinkedFoldersPanel } from "./linked_folders.js";
 import { Poller } from "./poller.js";
 import { loadTables, renderTablesNav, startPage } from "./shell.js";
 import { ChatPanel } from "./chat.js";
+import { KnowledgePanel } from "./knowledge.js";
 import { SourcesPanel } from "./sources.js";
 
 const JOB_POLL_MS = 1500;
@@ -89,9 +90,12 @@ class NotebookPage {
     this.chat = new ChatPanel(this);
     this.analyses = new AnalysesPanel(this);
     this.linkedFolders = new LinkedFoldersPanel(this);
+    this.knowledge = new KnowledgePanel(this);
     this.render();
     setupTabs(this.detail.active_revision ? "chat" : "sources");
-    await Promise.all([this.sources.load(), this.chat.load(), this.analyses.load(), this.linkedFolders.load()]).catch(pageError);
+    await Promise.all([
+      this.sources.load(), this.chat.load(), this.analyses.load(), this.linkedFolders.load(), this.knowledge.load(),
+    ]).catch(pageError);
     this.progress = new Poller(() => this.poll(), () => (jobActive(this.detail.job) ? JOB_POLL_MS : IDLE_POLL_MS));
     this.transcriptPoller = new Poller(
       () => this.chat.loadTranscript(),
@@ -117,7 +121,7 @@ class NotebookPage {
     if (jobActive(before.job) && !jobActive(this.detail.job)) this.sources.notice = null;
     if (job(before) !== job(this.detail) || revisionChanged) await this.sources.load();
     else this.sources.renderProgress();
-    if (revisionChanged) await this.chat.loadSources();
+    if (revisionChanged) await Promise.all([this.chat.loadSources(), this.knowledge.loadCandidates()]);
     if (before.conversation_mode !== this.detail.conversation_mode) {
       await Promise.all([this.chat.loadTranscript(), this.analyses.load()]);
       this.transcriptPoller.schedule();
