@@ -33,7 +33,7 @@ def current_principal() -> Principal:
     header = request.headers.get("Authorization", "")
     scheme, _, token = header.partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        g.principal = principal_from_token(token.strip())
+        g.principal, g.credential = principal_from_token(token.strip()), "token"
         return g.principal
     secret = session.get(SESSION_SECRET)
     if not secret:
@@ -42,8 +42,17 @@ def current_principal() -> Principal:
         request.headers.get("X-CSRF-Token", ""), csrf_token_for(secret)
     ):
         raise ApiError(403, "CSRF_FAILED", "Send the X-CSRF-Token header given at sign-in.")
-    g.principal = principal_from_session(secret)
+    g.principal, g.credential = principal_from_session(secret), "session"
     return g.principal
+
+
+def signed_in_person() -> Principal:
+    """The caller, who must be a person signed in to the dashboard (a session cookie), not an API
+    token: what approves an agent's write must not be what the agent itself holds."""
+    principal = current_principal()
+    if g.get("credential") != "session":
+        raise ApiError(403, "SIGN_IN_REQUIRED", "Approve this in the dashboard, signed in: an API token cannot approve.")
+    return principal
 
 
 def principal_from_token(token: str) -> Principal:

@@ -13,7 +13,7 @@ from flask import Blueprint, request, send_file
 from sqlalchemy.orm import Session
 
 from app.api.access import visible_notebook
-from app.auth import current_principal
+from app.auth import current_principal, signed_in_person
 from app.errors import ApiError
 from app.extensions import services
 from app.http import bool_field, choice_field, int_field, json_object, paging, refuse_unknown_fields, string_field
@@ -275,6 +275,15 @@ def request_approval(notebook_id: str):  # type: ignore[no-untyped-def]
         return knowledge_approvals.approval_json(approval), 201
 
 
+@bp.get("/approvals")
+def pending_approvals(notebook_id: str):  # type: ignore[no-untyped-def]
+    """The caller's approvals still waiting (neither used nor expired), newest first."""
+    principal = current_principal()
+    with services().db.reader() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        return {"items": [knowledge_approvals.approval_json(a) for a in knowledge_approvals.pending(session, notebook, principal)]}
+
+
 @bp.get("/approvals/<approval_id>")
 def read_approval(notebook_id: str, approval_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
@@ -285,9 +294,10 @@ def read_approval(notebook_id: str, approval_id: str):  # type: ignore[no-untype
 
 @bp.post("/approvals/<approval_id>/approve")
 def approve(notebook_id: str, approval_id: str):  # type: ignore[no-untyped-def]
-    """The person approves: the approval is used (committed first), then the write runs on the
-    same path as a person's edit, with the agent as its author."""
-    principal = current_principal()
+    """The person approves, signed in (an API token, which an agent may hold, cannot): the
+    approval is used (committed first), then the write runs on the same path as a person's edit,
+    with the agent as its author."""
+    principal = signed_in_person()
     access.writer(principal)
     with services().db.session() as session:
         notebook = visible_notebook(session, principal, notebook_id)

@@ -39,7 +39,7 @@ Allowed = Callable[[PinnedContext, EvidenceChunk], bool]
 
 
 @contextmanager
-def _as_tool_error() -> Iterator[None]:
+def as_tool_error() -> Iterator[None]:
     try:
         yield
     except ApiError as refused:
@@ -55,7 +55,7 @@ class ChatAnalyses:
         self.allowed = allowed
 
     def start(self, kind: str, instruction: str) -> dict[str, Any]:
-        with _as_tool_error(), self.svc.db.session() as session:
+        with as_tool_error(), self.svc.db.session() as session:
             notebook = self._notebook(session)
             analysis = analysis_access.begin(self.svc, session, self.principal, notebook, Focus(kind, instruction),
                                              sorted(self.page.source_ids or ()))
@@ -71,7 +71,7 @@ class ChatAnalyses:
             return [_brief(session, analysis) for analysis in listed]
 
     def read(self, analysis_id: str) -> dict[str, Any]:
-        with _as_tool_error(), self.svc.db.reader() as session:
+        with as_tool_error(), self.svc.db.reader() as session:
             notebook = self._notebook(session)
             analysis = analysis_access.visible(session, self.principal, notebook, analysis_id)
             shown: dict[str, Any] = _brief(session, analysis)

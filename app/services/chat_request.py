@@ -26,7 +26,10 @@ IGNORED_CHOICES = (
     "revision", "revision_id", "revisions", "principal", "checkpoint_principal", "session", "session_id",
     "namespace", "thread_id",
 )
-ACCEPTED = ("notebook_id", "message", "notebook_ids", "source_ids", *IGNORED_CHOICES)
+ACCEPTED = ("notebook_id", "message", "notebook_ids", "source_ids", "mode", *IGNORED_CHOICES)
+# "notebook": the read-only notebook tools. "knowledge": those and the knowledge tools, whose one
+# write tool asks the person's approval (pipeline.answering.knowledge_tools).
+MODES = ("notebook", "knowledge")
 READY_STATES = ("available", "stale")
 
 
@@ -36,6 +39,7 @@ class TurnRequest:
     message: str
     notebook_ids: list[str]
     source_ids: list[str]
+    mode: str = "notebook"
 
 
 @dataclass(frozen=True)
@@ -76,7 +80,10 @@ def parse_turn(body: dict[str, Any]) -> TurnRequest:
     if 1 + len(attached) > MAX_CONTEXTS:
         raise ApiError(400, "TOO_MANY_CONTEXTS",
                        f"At most {MAX_CONTEXTS} notebooks per turn: this one and {MAX_CONTEXTS - 1} others.")
-    return TurnRequest(notebook_id, message.strip(), attached, id_list(body, "source_ids", MAX_SOURCE_IDS))
+    mode = body.get("mode", "notebook")
+    if mode not in MODES:
+        raise ApiError(400, "FIELD_INVALID", f"'mode' must be one of: {', '.join(MODES)}.", field="mode")
+    return TurnRequest(notebook_id, message.strip(), attached, id_list(body, "source_ids", MAX_SOURCE_IDS), mode)
 
 
 def pinned_revision(session: Session, notebook: Notebook, *, page: bool) -> Revision:

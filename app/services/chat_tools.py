@@ -10,8 +10,10 @@ from typing import Any
 from app.citation_urls import passage_link
 from app.extensions import Services
 from app.services.chat_analyses import ChatAnalyses
+from app.services.chat_knowledge import ChatKnowledge
 from app.services.chat_request import READY_STATES, PinnedContext
 from app.services.titles import chunk_title, record_titles
+from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import analysis_tools, notebook_tools
 from pipeline.answering.types import EvidenceItem, ToolRegistry
 from pipeline.extractors.reference_lists import REFERENCES
@@ -25,15 +27,36 @@ MAX_RELATED = 3
 
 
 class TurnTools:
-    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext]) -> None:
+    """``knowledge``: the turn also gets the knowledge tools (a knowledge-mode turn); a plain
+    notebook turn has no tool that writes anything but an analysis request."""
+
+    def __init__(self, svc: Services, principal: Principal, contexts: list[PinnedContext], *, knowledge: bool = False) -> None:
         self.svc = svc
         self.contexts = contexts
         self.found: dict[str, tuple[str, EvidenceChunk]] = {}
         self.registry: ToolRegistry = notebook_tools(search=self.search, read=self.read, inspect=self.inspect)
         analyses = ChatAnalyses(svc, principal, contexts, self._item, self._allowed)
-        for spec in analysis_tools(start=analyses.start, inspect=analyses.inspect, read=analyses.read):
+        specs = analysis_tools(start=analyses.start, inspect=analyses.inspect, read=analyses.read)
+        self.knowledge = ChatKnowledge(svc, principal, contexts[0]) if knowledge else None
+        if self.knowledge is not None:
+            specs += knowledge_tools(search=self.knowledge.search, read_note=self.knowledge.read_note,
+                                     propose_edit=self.knowledge.propose_edit)
+        for spec in specs:
             self.registry.register(spec)
         self._titles: dict[str, dict[str, str]] = {}
+        self._approvals_shown = 0
+
+    def new_approvals(self) -> list[dict[str, Any]]:
+        """The approvals the knowledge tools asked for since the last call (once each)."""
+        if self.knowledge is None:
+            return []
+        fresh = self.knowledge.approvals[self._approvals_shown:]
+        self._approvals_shown = len(self.knowledge.approvals)
+        return fresh
+
+    @property
+    def approvals(self) -> list[dict[str, Any]]:
+        return self.knowledge.approvals if self.knowledge is not None else []
 
     def _record_titles(self, notebook_id: str) -> dict[str, str]:
         """The record titles of a context notebook's table, read once per turn."""
@@ -100,9 +123,12 @@ class TurnTools:
 
     def citation(self, chunk_id: str, quote: str) -> dict[str, Any] | None:
         """A full citation for an id some tool returned this turn; None for an invented id."""
-        if chunk_id not in self.found or self.registry.seen(chunk_id) is None:
+        if self.registry.seen(chunk_id) is None:
             return None
-        return {**self._link(*self.found[chunk_id]), "quote": quote}
+        if chunk_id in self.found:
+            return {**self._link(*self.found[chunk_id]), "quote": quote}
+        knowledge_link = self.knowledge.link(chunk_id) if self.knowledge is not None else None
+        return {**knowledge_link, "quote": quote} if knowledge_link is not None else None
 
     def related(self, limit: int = MAX_RELATED) -> list[dict[str, Any]]:
         """The closest passages the tools found this turn, for an answer that refuses: the best

@@ -26,7 +26,8 @@ def run_turn(
     contexts: list[PinnedContext],
     should_stop: Callable[[], bool] = lambda: False,
 ) -> Iterator[tuple[str, dict[str, Any]]]:
-    """Yields (event, data) pairs: token, tool, citation, and finally done."""
+    """Yields (event, data) pairs: token, tool, citation, approval (a knowledge-mode write the
+    person must approve), and finally done."""
     page = contexts[0].notebook
     with svc.db.session() as session:
         thread = conversations.thread(session, page, principal.user_id, create=True)
@@ -37,7 +38,7 @@ def run_turn(
                 {"role": m.role, "content": m.text} for m in conversations.messages(session, thread)
             ][-HISTORY_MESSAGES:]
             conversations.append(session, thread, role="user", author_id=principal.user_id, text=turn.message)
-        tools = TurnTools(svc, principal, contexts)
+        tools = TurnTools(svc, principal, contexts, knowledge=turn.mode == "knowledge")
         final = None
         events = svc.answer_engine.answer(turn.message, tools.registry, history=history, should_stop=should_stop)
         with closing(events):  # type: ignore[arg-type]
@@ -50,6 +51,8 @@ def run_turn(
                         yield "citation", citation
                 else:
                     yield event.type, event.data
+                    for approval in tools.new_approvals():  # asked for by the tool call just done
+                        yield "approval", approval
         if final is None:  # stopped: the client went away, nothing more is sent or stored
             return
         citations = [
@@ -64,5 +67,5 @@ def run_turn(
             )
         yield "done", {
             "message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations,
-            "related": related, "dropped": final.get("dropped", 0),
+            "related": related, "dropped": final.get("dropped", 0), "approvals": tools.approvals,
         }

@@ -116,7 +116,7 @@ def _notes(session: Session, notebook: Notebook, question: str, scope: str | Non
     for row in rows:
         note, version = found[row.note_id]
         refs = [(note.source_version_id, item["block_ordinal"]) for item in version.evidence]
-        hits.append(Hit(NOTE, note.id, version.id, version.title, -row.rank, tuple(_passages(session, refs))))
+        hits.append(Hit(NOTE, note.id, version.id, version.title, -row.rank, tuple(passages(session, refs))))
     return hits
 
 
@@ -139,7 +139,7 @@ def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -
         source_of = _note_sources(session, {point["note_id"] for point in points})
         refs = [(source_of[point["note_id"]], item["block_ordinal"]) for point in points if point["note_id"] in source_of
                 for item in point["evidence"]]
-        hits.append(Hit(CONCEPT, concept.id, version.id, concept.name, score, tuple(_passages(session, refs))))
+        hits.append(Hit(CONCEPT, concept.id, version.id, concept.name, score, tuple(passages(session, refs))))
     return hits
 
 
@@ -153,7 +153,7 @@ def _note_sources(session: Session, note_ids: set[str]) -> dict[str, str]:
     return {note_id: version_id for note_id, version_id in session.execute(query)}
 
 
-def _passages(session: Session, refs: Iterable[tuple[str, int]]) -> list[Passage]:
+def passages(session: Session, refs: Iterable[tuple[str, int]]) -> list[Passage]:
     """The document blocks ``refs`` name (source version, ordinal), once each, in the order named."""
     wanted = list(dict.fromkeys(refs))
     if not wanted:

@@ -25,6 +25,7 @@ from storage.scope import Principal
 EDIT_BLOCK = "edit_block"
 ACTIONS = (EDIT_BLOCK,)
 LIFETIME = timedelta(minutes=15)
+MAX_PENDING = 100
 _EDIT_PARAMS = {"note_id": 32, "expected_version_id": 32, "block_key": 40, "text": MAX_BLOCK_CHARS}
 
 
@@ -65,6 +66,14 @@ def get(session: Session, notebook: Notebook, principal: Principal, approval_id:
     if approval is None:
         raise ApiError(404, "APPROVAL_NOT_FOUND", "No such approval of yours in this notebook.")
     return approval
+
+
+def pending(session: Session, notebook: Notebook, principal: Principal) -> list[KnowledgeApproval]:
+    """The principal's approvals neither used nor expired (at most one lifetime's worth), newest first."""
+    return list(session.scalars(select(KnowledgeApproval).where(
+        in_notebook(KnowledgeApproval, notebook), KnowledgeApproval.user_id == principal.user_id,
+        KnowledgeApproval.used_at.is_(None), KnowledgeApproval.expires_at > utcnow(),
+    ).order_by(KnowledgeApproval.created_at.desc(), KnowledgeApproval.id).limit(MAX_PENDING)))
 
 
 def take(session: Session, approval: KnowledgeApproval) -> None:

@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.errors import ApiError
-from pipeline.knowledge.edit import revise
+from pipeline.knowledge.edit import Revised, revise
 from storage.knowledge import events, note_index, notes, sources
 from storage.knowledge.numbering import next_number
 from storage.models import KnowledgeNote, KnowledgeNoteVersion, KnowledgeSourceNote, KnowledgeSourceNoteVersion, Notebook, utcnow
@@ -40,19 +40,8 @@ def edit_block(
     """Rewrite block ``block_key`` of the note's version ``expected_version_id`` (see the module
     docstring); the caller's transaction holds the write lock, so the version check cannot go
     stale before the commit."""
-    note = notes.get(session, notebook, note_id)
-    if note is None:
-        raise ApiError(404, "NOTE_NOT_FOUND", "No such note in this notebook.")
-    if note.state != "active" or not sources.is_current(session, note.source_version_id):
-        raise ApiError(409, "SOURCE_CHANGED", "The note's source was deleted or has a newer version: this note is history now.")
-    if note.active_version_id != expected_version_id:
-        raise ApiError(409, "VERSION_CONFLICT", "The note has a newer version than the one you read: read it again.",
-                       current_version_id=note.active_version_id)
-    current = session.get(KnowledgeNoteVersion, note.active_version_id)
-    try:
-        revised = revise(current.blocks, current.claims, current.evidence, block_key, text)
-    except KeyError:
-        raise ApiError(404, "BLOCK_NOT_FOUND", f"The note's version has no block {block_key!r}.", field="block_key") from None
+    note, current, revised = planned_edit(session, notebook, note_id, expected_version_id=expected_version_id,
+                                          block_key=block_key, text=text)
     if revised is None:
         return Edited(UNCHANGED, note, current, None, None)
     version = KnowledgeNoteVersion(
@@ -71,6 +60,26 @@ def edit_block(
                                   f"note_edited:{version.id}")
         event_id = event.id
     return Edited(UPDATED, note, version, snapshot_id, event_id)
+
+
+def planned_edit(
+    session: Session, notebook: Notebook, note_id: str, *, expected_version_id: str, block_key: str, text: str,
+) -> tuple[KnowledgeNote, KnowledgeNoteVersion, Revised | None]:
+    """The note, its current version and what the edit would make of it (None: the same text), or
+    the refusal the edit would meet; the agent's proposal asks this before it asks for approval."""
+    note = notes.get(session, notebook, note_id)
+    if note is None:
+        raise ApiError(404, "NOTE_NOT_FOUND", "No such note in this notebook.")
+    if note.state != "active" or not sources.is_current(session, note.source_version_id):
+        raise ApiError(409, "SOURCE_CHANGED", "The note's source was deleted or has a newer version: this note is history now.")
+    if note.active_version_id != expected_version_id:
+        raise ApiError(409, "VERSION_CONFLICT", "The note has a newer version than the one you read: read it again.",
+                       current_version_id=note.active_version_id)
+    current = session.get(KnowledgeNoteVersion, note.active_version_id)
+    try:
+        return note, current, revise(current.blocks, current.claims, current.evidence, block_key, text)
+    except KeyError:
+        raise ApiError(404, "BLOCK_NOT_FOUND", f"The note's version has no block {block_key!r}.", field="block_key") from None
 
 
 def delete_note(session: Session, notebook: Notebook, note_id: str) -> Edited:

@@ -23,6 +23,7 @@ from pipeline.extractors import extract
 from storage import jobs, revisions
 from storage.models import KnowledgeApproval, Notebook, utcnow
 from support.stored_notebooks import EMBEDDER
+from support.signed_in import signed_in
 from support_api import services_of
 
 # Two documents on one subject, each saying "service provider" and "copyright owner" where the
@@ -93,6 +94,7 @@ def inline_tasks(world: Any) -> Iterator[None]:
 def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
     """Every route of the knowledge layer, each with a success."""
     call, check = world.call, contract.check
+    person = signed_in(world.app, world.tokens["alice"])
     base = f"/api/notebooks/{notebook_id}/knowledge"
     with inline_tasks(world):
         # Sources and their jobs: A made a source note, A again a duplicate, then B.
@@ -152,7 +154,9 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
             "text": "A block the agent rewrote.",
         }}), 201).json
         assert check(call("GET", f"{base}/approvals/{approval['id']}"), 200).json["used_at"] is None
-        approved = check(call("POST", f"{base}/approvals/{approval['id']}/approve"), 200).json
+        assert [a["id"] for a in check(call("GET", f"{base}/approvals"), 200).json["items"]] == [approval["id"]]
+        check(call("POST", f"{base}/approvals/{approval['id']}/approve"), 403, "SIGN_IN_REQUIRED")
+        approved = check(person("POST", f"{base}/approvals/{approval['id']}/approve"), 200).json
         assert approved["note"]["version"]["author"].startswith("agent:"), approved
         deleted = check(call("DELETE", f"{base}/notes/{note['id']}"), 200).json
         assert deleted["note"]["state"] == "deleted" and deleted["source_note_version_id"], deleted
@@ -193,12 +197,13 @@ def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str
     params = {"note_id": other["note_id"], "expected_version_id": editable["version"]["id"], "block_key": "b1", "text": "x"}
     approval = check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": params}), 201).json
     check(call("GET", f"{base}/approvals/{approval['id']}", who="bob"), 404, "APPROVAL_NOT_FOUND")
-    check(call("POST", f"{base}/approvals/{approval['id']}/approve"), 200)
-    check(call("POST", f"{base}/approvals/{approval['id']}/approve"), 409, "APPROVAL_USED")
+    person = signed_in(world.app, world.tokens["alice"])
+    check(person("POST", f"{base}/approvals/{approval['id']}/approve"), 200)
+    check(person("POST", f"{base}/approvals/{approval['id']}/approve"), 409, "APPROVAL_USED")
     late = check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": params}), 201).json
     with services_of(world).db.session() as session:
         session.get(KnowledgeApproval, late["id"]).expires_at = utcnow() - timedelta(seconds=1)
-    check(call("POST", f"{base}/approvals/{late['id']}/approve"), 410, "APPROVAL_EXPIRED")
+    check(person("POST", f"{base}/approvals/{late['id']}/approve"), 410, "APPROVAL_EXPIRED")
     check(call("POST", f"{base}/approvals", json={"action": "delete_note", "params": params}), 400, "FIELD_INVALID")
     check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": {"note_id": "x"}}), 400, "FIELD_INVALID")
     check(call("POST", f"{base}/approvals", json={"params": params}), 400, "FIELD_REQUIRED")

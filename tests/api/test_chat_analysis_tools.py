@@ -12,8 +12,8 @@ from pipeline.analysis.batches import BatchBounds
 from pipeline.answering.llm import OpenAICompatibleEngine
 from storage.models import Analysis
 from support.analysis_runs import run_analysis
+from support.sse import parse_sse
 from support_api import create_notebook, index, services_of
-from test_openapi import parse_sse
 
 BOUNDS = BatchBounds(max_items=10, max_chars=12_000)
 

@@ -35,6 +35,8 @@ from app.security import CONTENT_SECURITY_POLICY
 from app.services.folder_sync import sync_folder
 from storage import accounts, heartbeats, linked
 from storage.models import Notebook
+from support.signed_in import signed_in
+from support.sse import parse_sse
 from analysis_tour import analyses_errors, analyses_tour
 from knowledge_tour import knowledge_notebook, knowledge_tour
 from support_api import create_notebook, index, services_of
@@ -138,14 +140,6 @@ def sent_json(request: Any) -> Any:
     stream = request.environ["wsgi.input"]
     stream.seek(0)
     return json.loads(stream.read())
-
-
-def parse_sse(text: str) -> list[tuple[str, Any]]:
-    events = []
-    for block in filter(None, text.split("\n\n")):
-        fields = dict(line.split(": ", 1) for line in block.splitlines())
-        events.append((fields["event"], json.loads(fields["data"])))
-    return events
 
 
 @pytest.fixture
@@ -501,5 +495,6 @@ def knowledge_errors_of_a_notebook(world, contract: Contract, notebook_id: str) 
     conflict = check(call("PUT", f"{base}/trees/{tree['id']}", json=stale), 409, "VERSION_CONFLICT").json
     assert conflict["current_version_id"] == tree["version"]["id"], conflict
     check(call("GET", f"{base}/approvals/nope"), 404, "APPROVAL_NOT_FOUND")
-    check(call("POST", f"{base}/approvals/nope/approve"), 404, "APPROVAL_NOT_FOUND")
+    check(call("POST", f"{base}/approvals/nope/approve"), 403, "SIGN_IN_REQUIRED")
+    check(signed_in(world.app, world.tokens["alice"])("POST", f"{base}/approvals/nope/approve"), 404, "APPROVAL_NOT_FOUND")
     check(call("GET", f"{base}/sources", who="eve"), 404, "NOTEBOOK_NOT_FOUND")

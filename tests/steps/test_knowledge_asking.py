@@ -5,6 +5,9 @@ withdraws the answer (``SOURCE_CHANGED``); a person's edit and the agent's appro
 path, refuse a stale ``expected_version_id``, and give ``UNCHANGED`` for the same text."""
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -12,11 +15,14 @@ import pytest
 from sqlalchemy import select
 
 from app.services import knowledge_answers, knowledge_concepts
+from pipeline.answering.llm import OpenAICompatibleEngine
 from pipeline.extractors import extract
 from steps.conftest import wait_for
 from steps.test_concepts_follow_sources import A, B, pair, published, settled  # noqa: F401 (the fixture)
 from steps.test_knowledge_source_notes import squashed
 from storage.models import KnowledgeContribution, KnowledgeEvent, KnowledgeNoteVersion
+from support.signed_in import signed_in
+from support.sse import parse_sse
 from tasks.knowledge import event as process_event
 
 if TYPE_CHECKING:
@@ -171,6 +177,7 @@ def test_the_agent_edits_only_with_a_one_time_approval_on_the_same_path(both: tu
     note = _first_note(instance, notebook_id, ids[B])
     block, current = note["edited_block"], note["version"]["id"]
     base = f"/api/notebooks/{notebook_id}/knowledge/approvals"
+    person = signed_in(instance.app, instance.lab.tokens["alice"])
 
     def request(expected: str, text: str) -> str:
         params = {"note_id": note["id"], "expected_version_id": expected, "block_key": block, "text": text}
@@ -180,15 +187,15 @@ def test_the_agent_edits_only_with_a_one_time_approval_on_the_same_path(both: tu
 
     edit(instance, notebook_id, note["id"], block, current, "A person changed this block first.")
     stale = request(current, "The agent's wording, from a version that is no longer current.")
-    refused = instance.call("POST", f"{base}/{stale}/approve")
+    refused = person("POST", f"{base}/{stale}/approve")
     assert refused.status_code == 409 and refused.json["code"] == "VERSION_CONFLICT"
-    again = instance.call("POST", f"{base}/{stale}/approve")
+    again = person("POST", f"{base}/{stale}/approve")
     assert again.status_code == 409 and again.json["code"] == "APPROVAL_USED", "an approval is used once, refused or not"
 
     latest = instance.call("GET", f"/api/notebooks/{notebook_id}/knowledge/notes/{note['id']}").json["version"]["id"]
-    same = instance.call("POST", f"{base}/{request(latest, 'A person changed this block first.')}/approve")
+    same = person("POST", f"{base}/{request(latest, 'A person changed this block first.')}/approve")
     assert same.status_code == 200 and same.json["status"] == "UNCHANGED"
-    approved = instance.call("POST", f"{base}/{request(latest, 'The agent made this block clearer.')}/approve")
+    approved = person("POST", f"{base}/{request(latest, 'The agent made this block clearer.')}/approve")
     assert approved.status_code == 200 and approved.json["status"] == "updated"
     assert approved.json["note"]["version"]["author"].startswith("agent:") and approved.json["note"]["version"]["number"] == 3
 
@@ -196,7 +203,7 @@ def test_the_agent_edits_only_with_a_one_time_approval_on_the_same_path(both: tu
     assert bad.status_code == 400 and bad.json["code"] == "FIELD_INVALID"
     extra = instance.call("POST", base, json={"action": "edit_block", "params": {"note_id": note["id"]}})
     assert extra.status_code == 400 and extra.json["field"] == "params"
-    assert instance.call("POST", f"{base}/{'0' * 48}/approve").json["code"] == "APPROVAL_NOT_FOUND"
+    assert person("POST", f"{base}/{'0' * 48}/approve").json["code"] == "APPROVAL_NOT_FOUND"
 
 
 def test_an_edit_event_arriving_late_leaves_the_current_version_feeding(both: tuple[Instance, str, dict[str, str]]) -> None:
@@ -258,3 +265,88 @@ def test_a_person_and_the_agent_edit_under_one_rule_for_text(both: tuple[Instanc
     assert refused.status_code == 400 and refused.json["field"] == "params.text"
     person = edit(instance, notebook_id, note["id"], note["edited_block"], params["expected_version_id"], "NUL \x00 here")
     assert person.status_code == 400 and person.json["field"] == "text"
+
+
+def _call(name: str, **arguments: Any) -> dict[str, Any]:
+    return {"tool_calls": [{"name": name, "arguments": json.dumps(arguments)}]}
+
+
+def _chat(instance: Instance, notebook_id: str, message: str, mode: str) -> list[tuple[str, Any]]:
+    response = instance.call("POST", "/api/chat", json={"notebook_id": notebook_id, "message": message, "mode": mode})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    return parse_sse(response.get_data(as_text=True))
+
+
+def _request(log: Path, number: int) -> dict[str, Any]:
+    return json.loads(log.read_text().splitlines()[number])
+
+
+def _tool_results(log: Path, number: int) -> list[dict[str, Any]]:
+    return [json.loads(m["content"]) for m in _request(log, number)["messages"] if m["role"] == "tool"]
+
+
+def test_the_chat_agent_reads_knowledge_freely_and_writes_only_with_the_persons_approval(
+    both: tuple[Instance, str, dict[str, str]], fake_server: Callable[[list[dict]], tuple[str, Path]],
+) -> None:
+    instance, notebook_id, ids = both
+    note = _first_note(instance, notebook_id, ids[A])
+    block, before = note["edited_block"], note["version"]["id"]
+    clearer = "A provider that only passes other people's material along is not liable for it."
+    url, log = fake_server([
+        _call("search_knowledge", query="service provider liability"),
+        {"text": "The notes say: {chunk_sentence:0} [{chunk:0}]"},
+        _call("read_note", note_id=note["id"]),
+        _call("propose_block_edit", note_id=note["id"], expected_version_id="{result:version_id}", block_key=block, text=clearer),
+        {"text": "I asked you to approve the clearer wording."},
+        _call("read_note", note_id=note["id"]),
+        {"tool_calls": [
+            {"name": "propose_block_edit", "arguments": json.dumps({"note_id": note["id"], "expected_version_id": before,
+                                                                    "block_key": block, "text": "From a stale read."})},
+            {"name": "propose_block_edit", "arguments": json.dumps({"note_id": note["id"], "expected_version_id": "{result:version_id}",
+                                                                    "block_key": block, "text": clearer})},
+        ]},
+        {"text": "Nothing to change."},
+        _call("propose_block_edit", note_id=note["id"], expected_version_id=before, block_key=block, text=clearer),
+        {"text": "Plain chat cannot edit notes."},
+    ])
+    instance.app.extensions["gnosi"].__dict__["answer_engine"] = OpenAICompatibleEngine(url, "fake-model")
+
+    found = _chat(instance, notebook_id, "What do my notes say about service providers?", "knowledge")
+    done = found[-1][1]
+    assert found[-1][0] == "done" and done["status"] == "answered" and done["approvals"] == [], done
+    cited = done["citations"][0]
+    assert cited["chunk_id"].startswith("ch_kb") and cited["knowledge"]["source_version_id"]
+    pages = page_texts(instance, "files/dmca-p1-9.pdf")
+    assert squashed(cited["quote"]) in squashed(pages[cited["locator"]["page"]]), cited
+    assert cited["open_url"].endswith(f"#page={cited['locator']['page']}") and cited["evidence"]["text"]
+
+    proposed = _chat(instance, notebook_id, "Make that block clearer.", "knowledge")
+    approvals = [data for event, data in proposed if event == "approval"]
+    assert len(approvals) == 1 and proposed[-1][1]["approvals"] == approvals, proposed
+    approval = approvals[0]
+    assert approval["params"] == {"note_id": note["id"], "expected_version_id": before, "block_key": block, "text": clearer}
+    assert _tool_results(log, 4)[-1] == {"status": "awaiting_approval", "approval_id": approval["id"],
+                                         "expires_at": approval["expires_at"], "note_id": note["id"], "block_key": block}
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    assert instance.call("GET", f"{base}/notes/{note['id']}").json["version"]["id"] == before, "proposing wrote nothing"
+    assert [a["id"] for a in instance.call("GET", f"{base}/approvals").json["items"]] == [approval["id"]]
+
+    by_token = instance.call("POST", approval["approve_url"])
+    assert by_token.status_code == 403 and by_token.json["code"] == "SIGN_IN_REQUIRED", "the agent's own credential cannot approve"
+    approved = signed_in(instance.app, instance.lab.tokens["alice"])("POST", approval["approve_url"])
+    assert approved.status_code == 200 and approved.json["status"] == "updated", approved.get_json()
+    after = approved.json["note"]
+    assert after["version"]["author"].startswith("agent:") and next(b for b in after["blocks"] if b["key"] == block)["text"] == clearer
+    assert instance.call("GET", f"{base}/approvals").json["items"] == []
+
+    _chat(instance, notebook_id, "Try both again.", "knowledge")
+    stale, same = _tool_results(log, 7)[-2:]
+    assert stale["error"]["code"] == "VERSION_CONFLICT", stale
+    assert same == {"status": "UNCHANGED", "note_id": note["id"], "version_id": after["version"]["id"]}, same
+
+    plain = _chat(instance, notebook_id, "Edit the note.", "notebook")
+    assert plain[-1][1]["approvals"] == []
+    offered = {tool["function"]["name"] for tool in _request(log, 8)["tools"]}
+    assert "search_notebook" in offered and not offered & {"search_knowledge", "read_note", "propose_block_edit"}, offered
+    assert _tool_results(log, 9)[-1]["error"]["code"] == "TOOL_UNKNOWN"
+    assert instance.read(lambda s: s.query(KnowledgeNoteVersion).filter_by(note_id=note["id"]).count()) == 2

@@ -13,7 +13,8 @@ A turn is an object with any of:
   (tool results are JSON, as the engine renders them); ``{fake_chunk}`` a well-formed chunk id no
   tool ever returned; ``{chunk_sentence:N}`` the first sentence of that item's text (evidence is
   found nested too, as in an analysis's points); ``{analysis_id}`` the first ``analysis_id`` in the
-  latest tool result. For an analysis step (its inputs are JSON in the user message, see
+  latest tool result; ``{result:KEY}`` the first value of ``KEY`` in it (outer objects first, as
+  a read note's ``version_id`` before its blocks'). For an analysis step (its inputs are JSON in the user message, see
   ``pipeline.analysis.prompts``), ``{sentence:N}`` becomes the first sentence of input ``ref`` N.
 * ``"tool_calls"``: a list of ``{"name", "arguments"}`` (``arguments``: a JSON string, with the same
   placeholders), streamed OpenAI-style: ``id`` and ``name`` first, then the arguments in pieces of
@@ -42,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 FAKE_CHUNK_ID = "ch_" + "de4dbeef" * 2 + "0bad"
+_RESULT_FIELD = re.compile(r"\{result:(\w+)\}")
 
 
 class ScriptedHandler(BaseHTTPRequestHandler):
@@ -145,9 +147,10 @@ def _fill(template: str, body: dict[str, Any]) -> str:
         text = text.replace("{paragraph_ref}", str(paragraph.get("ref", 1)))
     for ref, item in enumerate(_analysis_inputs(body.get("messages", [])), start=1):
         text = text.replace(f"{{sentence:{ref}}}", _first_sentence(item.get("text", "")))
-    if "{chunk" not in text and "{analysis_id}" not in text:
+    if "{chunk" not in text and "{analysis_id}" not in text and "{result:" not in text:
         return text
     found = _nested_dicts(_latest_tool_result(body.get("messages", [])))
+    text = _RESULT_FIELD.sub(lambda m: next((str(item[m[1]]) for item in found if m[1] in item), ""), text)
     evidence = [item for item in found if "chunk_id" in item]
     for index, item in enumerate(evidence):
         text = text.replace(f"{{chunk:{index}}}", item.get("chunk_id", ""))
