@@ -127,25 +127,29 @@ def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -
         .join(KnowledgeConceptVersion, KnowledgeConceptVersion.id == KnowledgeConcept.active_version_id)
         .where(in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.state == "active")
     ).all()
+    bodies = _module_bodies(session, {module_id for _, version in rows for module_id in version.module_version_ids})
     scored = []
     for concept, version in rows:
-        points = _points(session, version.module_version_ids)
+        points = [point for module_id in sorted(version.module_version_ids) for point in bodies.get(module_id, ())]
         score = concept_score(question, concept.name, [point["text"] for point in points])
         if score > 0:
             scored.append((score, concept, version, points))
     scored.sort(key=lambda entry: (-entry[0], entry[1].created_at, entry[1].id))
+    kept = scored[:limit]
+    source_of = _note_sources(session, {point["note_id"] for _, _, _, points in kept for point in points})
     hits = []
-    for score, concept, version, points in scored[:limit]:
-        source_of = _note_sources(session, {point["note_id"] for point in points})
+    for score, concept, version, points in kept:
         refs = [(source_of[point["note_id"]], item["block_ordinal"]) for point in points if point["note_id"] in source_of
                 for item in point["evidence"]]
         hits.append(Hit(CONCEPT, concept.id, version.id, concept.name, score, tuple(passages(session, refs))))
     return hits
 
 
-def _points(session: Session, module_version_ids: list[str]) -> list[dict[str, Any]]:
-    query = select(KnowledgeModuleVersion).where(KnowledgeModuleVersion.id.in_(module_version_ids))
-    return [point for module in session.scalars(query.order_by(KnowledgeModuleVersion.id)) for point in module.body]
+def _module_bodies(session: Session, module_version_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
+    """The points of every module version named, read in one query (a search scores every
+    active concept: one query each would grow with the notebook)."""
+    query = select(KnowledgeModuleVersion.id, KnowledgeModuleVersion.body).where(KnowledgeModuleVersion.id.in_(module_version_ids))
+    return {module_id: body for module_id, body in session.execute(query)}
 
 
 def _note_sources(session: Session, note_ids: set[str]) -> dict[str, str]:

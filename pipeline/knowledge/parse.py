@@ -20,6 +20,7 @@ import re
 import statistics
 from dataclasses import dataclass
 
+from pipeline.extractors.pdf_lines import PageLine
 from pipeline.extractors.reference_lists import REFERENCES
 from pipeline.knowledge.types import Asset, Block, Page, ParsedDocument
 from pipeline.line_boxes import LINES, Box
@@ -52,12 +53,6 @@ _LEADER = re.compile(r"\.{4,}|\u2026{2,}")
 
 
 @dataclass(frozen=True)
-class _Line:
-    text: str
-    box: Box | None
-
-
-@dataclass(frozen=True)
 class _Layout:
     """A page's usual single-line height, gap between a paragraph's lines, and full line width."""
 
@@ -73,7 +68,7 @@ class _Layout:
 @dataclass
 class _Draft:
     page: int
-    lines: list[_Line]
+    lines: list[PageLine]
     layout: _Layout
     kind: str = "paragraph"
     numbering: str | None = None
@@ -123,7 +118,7 @@ def _pages(extraction: Extraction) -> list[Page]:
 def _segment_drafts(segment: Segment) -> list[_Draft]:
     page = int(segment.locator["page"])
     if "table" in segment.locator:
-        lines = [_Line("", tuple(row[2:6])) for row in segment.locator.get(LINES) or []]  # type: ignore[misc]
+        lines = [PageLine("", tuple(row[2:6])) for row in segment.locator.get(LINES) or []]  # type: ignore[misc]
         return [_Draft(page, lines, _Layout(), "table", table_text=segment.text.strip())] if segment.text.strip() else []
     lines = _lines(segment)
     layout = _layout(lines)
@@ -131,7 +126,7 @@ def _segment_drafts(segment: Segment) -> list[_Draft]:
     for group in _groups(lines, layout):
         late = _late_caption(group[0].text)
         if late:
-            group[0] = _Line(group[0].text[late:], group[0].box)
+            group[0] = PageLine(group[0].text[late:], group[0].box)
         kind, numbering = _kind(group, layout)
         if kind is not None:
             drafts.append(_Draft(page, group, layout, kind, numbering))
@@ -145,21 +140,21 @@ def _late_caption(text: str) -> int:
     return late.end() if late and fold(text.split()[0]) not in STOP_WORDS | {"see"} else 0
 
 
-def _lines(segment: Segment) -> list[_Line | None]:
+def _lines(segment: Segment) -> list[PageLine | None]:
     """The segment's lines in order with their boxes (None: a blank line). The line table leaves
     out lines PDFium could not place, so lines are read from the text and boxes found by offset."""
     boxes = {int(row[0]): tuple(row[2:6]) for row in segment.locator.get(LINES) or []}
-    lines: list[_Line | None] = []
+    lines: list[PageLine | None] = []
     offset = 0
     for part in segment.text.split("\n"):
         stripped = part.strip()
         lead = len(part) - len(part.lstrip())
-        lines.append(_Line(" ".join(stripped.split()), boxes.get(offset + lead)) if stripped else None)  # type: ignore[arg-type]
+        lines.append(PageLine(" ".join(stripped.split()), boxes.get(offset + lead)) if stripped else None)  # type: ignore[arg-type]
         offset += len(part) + 1
     return lines
 
 
-def _layout(lines: list[_Line | None]) -> _Layout:
+def _layout(lines: list[PageLine | None]) -> _Layout:
     boxes = [line.box for line in lines if line and line.box]
     if not boxes:
         return _Layout()
@@ -169,9 +164,9 @@ def _layout(lines: list[_Line | None]) -> _Layout:
     return _Layout(height, statistics.median(gaps) if gaps else 0.3 * height, statistics.median(widths) if widths else 1.0)
 
 
-def _groups(lines: list[_Line | None], layout: _Layout) -> list[list[_Line]]:
-    groups: list[list[_Line]] = []
-    current: list[_Line] = []
+def _groups(lines: list[PageLine | None], layout: _Layout) -> list[list[PageLine]]:
+    groups: list[list[PageLine]] = []
+    current: list[PageLine] = []
     for line in lines:
         if line is None or (current and _starts_block(current, line, layout)):
             if current:
@@ -182,7 +177,7 @@ def _groups(lines: list[_Line | None], layout: _Layout) -> list[list[_Line]]:
     return groups + [current] if current else groups
 
 
-def _starts_block(current: list[_Line], line: _Line, layout: _Layout) -> bool:
+def _starts_block(current: list[PageLine], line: PageLine, layout: _Layout) -> bool:
     if _BULLET.match(line.text) or _CAPTION.match(line.text) or _late_caption(line.text):
         return True
     if _numbering(line, layout) is not None or _numbering(current[-1], layout) is not None:
@@ -198,7 +193,7 @@ def _starts_block(current: list[_Line], line: _Line, layout: _Layout) -> bool:
     return moved_up or apart or box[1] - prev[3] > layout.break_gap or indented
 
 
-def _last_row(lines: list[_Line], layout: _Layout) -> Box | None:
+def _last_row(lines: list[PageLine], layout: _Layout) -> Box | None:
     """The box around the last printed line of ``lines``: all its pieces on the same row."""
     boxes = [line.box for line in lines if line.box]
     return _union([box for box in boxes if abs(box[1] - boxes[-1][1]) < 0.5 * layout.height]) if boxes else None
@@ -210,7 +205,7 @@ def _union(boxes: list[Box]) -> Box | None:
     return (min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes))
 
 
-def _numbering(line: _Line, layout: _Layout) -> str | None:
+def _numbering(line: PageLine, layout: _Layout) -> str | None:
     """The number of a numbered heading line ("2.3", "IV", "A", "Chapter 4"), else None. A line of
     a paragraph may start with a number too; a heading is short, narrower than the column, and
     not unfinished."""
@@ -235,7 +230,7 @@ def _unfinished(text: str) -> bool:
     return text.endswith(_NO_HEADING_END) or fold(last) in STOP_WORDS
 
 
-def _kind(lines: list[_Line], layout: _Layout) -> tuple[str | None, str | None]:
+def _kind(lines: list[PageLine], layout: _Layout) -> tuple[str | None, str | None]:
     """A group's kind and heading number; None for text that is not knowledge (a figure's
     labels, a margin stamp, stray symbols)."""
     text = " ".join(line.text for line in lines)
@@ -270,7 +265,7 @@ def _is_formula(text: str) -> bool:
     return len(prose) <= 3 or (len(prose) <= 8 and symbols >= 0.08)
 
 
-def _rows(lines: list[_Line], layout: _Layout) -> int:
+def _rows(lines: list[PageLine], layout: _Layout) -> int:
     """How many printed lines ``lines`` make (a line may be drawn in pieces)."""
     rows, top = 0, None
     for line in lines:
