@@ -11,11 +11,22 @@ the region its quote came from, and a reader of the API gets that region without
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 LINES = "lines"
 # (left, top, right, bottom) as fractions of the page's shown width and height, origin top left.
 Box = tuple[float, float, float, float]
+
+
+@dataclass(frozen=True)
+class PageLine:
+    """One line of a page's text, cleaned, and its box on the page as shown (None: unknown)."""
+
+    text: str
+    box: Box | None
+
+
 # Four decimals are a tenth of a point on a letter page: finer than any highlight needs.
 DECIMALS = 4
 

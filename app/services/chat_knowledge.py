@@ -20,7 +20,7 @@ from app.extensions import Services
 from app.services import knowledge_access, knowledge_answers, knowledge_approvals, knowledge_edits
 from app.services.chat_analyses import as_tool_error
 from app.services.chat_request import PinnedContext
-from app.services.knowledge_view import file_url
+from app.services.knowledge_view import file_url, page_locator
 from pipeline.answering.types import EvidenceItem
 from pipeline.knowledge.ask import Passage
 from pipeline.types import PipelineError
@@ -110,7 +110,7 @@ class ChatKnowledge:
         items = {}
         for passage in passages:
             version = versions[passage.source_version_id]
-            locator = {"page": passage.page, **({"page_label": passage.page_label} if passage.page_label else {})}
+            locator = page_locator(passage.page, passage.page_label)
             origin, chunk_id = version.origin, passage_id(passage)
             item = EvidenceItem(chunk_id=chunk_id, revision_id=origin["revision_id"], resource_id=resources[version.source_id],
                                 source_id=origin["source_id"], text=passage.text, locator=locator, title=version.label)

@@ -12,14 +12,12 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.errors import ApiError
-from app.services.chat_request import pinned_revision
+from app.services.chat_request import READY_STATES, pinned_revision
 from storage import notebooks
 from storage.knowledge import jobs, sources
 from storage.knowledge.sources import Document
 from storage.models import KnowledgeJob, KnowledgeSource, Notebook, Source
 from storage.scope import Principal
-
-READY_STATES = ("available", "stale")
 
 
 def writer(principal: Principal) -> None:

@@ -44,7 +44,8 @@ def due(session: Session, job: KnowledgeJob) -> Due:
     """The job's next work; moves it past the unit stages once every unit has its check."""
     if job.stage in ("write", "check"):
         plans = planned(session, job)
-        left = [plan.key for plan in plans if jobs.output(session, job.id, "check", plan.key) is None]
+        checked = jobs.outputs(session, job.id, "check")
+        left = [plan.key for plan in plans if plan.key not in checked]
         if left:
             return Due(None, left)
         job.stage = "publish"

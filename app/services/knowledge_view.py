@@ -99,7 +99,7 @@ def evidence_json(
     (``file_url``: that file at the page)."""
     origin = version.origin
     return {**evidence, "box": block.box if block else None, "file_url": file_url(notebook_id, version, evidence["page"]),
-            "locator": _locator(evidence["page"], evidence["page_label"]), "source_version_id": version.id,
+            "locator": page_locator(evidence["page"], evidence["page_label"]), "source_version_id": version.id,
             "source_id": origin["source_id"], "revision_id": origin["revision_id"]}
 
 
@@ -118,7 +118,7 @@ def answer_json(session: Session, notebook_id: str, composed: Composed, hits: li
         citations.append({
             "kind": citation.hit.kind, "id": citation.hit.id, "version_id": citation.hit.version_id,
             "source_version_id": passage.source_version_id, "block_ordinal": passage.block_ordinal,
-            "quote": citation.quote, "locator": _locator(passage.page, passage.page_label),
+            "quote": citation.quote, "locator": page_locator(passage.page, passage.page_label),
             "file_url": file_url(notebook_id, version, passage.page),
         })
     return {"status": composed.status, "answer": composed.text, "citations": citations, "hits": [hit_json(h) for h in hits]}
@@ -131,7 +131,7 @@ def file_url(notebook_id: str, version: KnowledgeSourceVersion, page: int) -> st
             f"?revision={quote(origin['revision_id'])}#page={page}")
 
 
-def _locator(page: int, label: str | None) -> dict[str, Any]:
+def page_locator(page: int, label: str | None) -> dict[str, Any]:
     return {"page": page, **({"page_label": label} if label else {})}
 
 

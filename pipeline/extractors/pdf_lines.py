@@ -18,7 +18,7 @@ from itertools import accumulate
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 
-from pipeline.line_boxes import Box, rounded
+from pipeline.line_boxes import Box, PageLine, rounded
 from pipeline.ocr.orientation import box_on_page
 
 # PDFium marks a hyphen it saw at a line end with U+FFFE and joins the lines itself.
@@ -26,14 +26,6 @@ _MARKED_HYPHEN = re.compile("\ufffe(.?)", re.DOTALL)
 # C0/C1 controls except tab and newline, and U+FFFF: math fonts map glyph pieces to these codes.
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\uffff]")
 _LINE = re.compile(r"([^\r\n]*)(?:\r\n|\r|\n|$)")
-
-
-@dataclass(frozen=True)
-class PageLine:
-    """One line of a page's text, cleaned, and its box on the page as shown (None: unknown)."""
-
-    text: str
-    box: Box | None
 
 
 @dataclass(frozen=True)

@@ -20,10 +20,9 @@ import re
 import statistics
 from dataclasses import dataclass
 
-from pipeline.extractors.pdf_lines import PageLine
 from pipeline.extractors.reference_lists import REFERENCES
 from pipeline.knowledge.types import Asset, Block, Page, ParsedDocument
-from pipeline.line_boxes import LINES, Box
+from pipeline.line_boxes import LINES, Box, PageLine
 from pipeline.textnorm import STOP_WORDS, fold
 from pipeline.types import Extraction, PipelineError, Segment
 

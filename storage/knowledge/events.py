@@ -3,7 +3,7 @@
 An event is created in the transaction that made the change (a source note published, a note
 edited or deleted, a source deleted or restored), under an idempotency key that names the change
 itself: the same change asked twice is one event, and an event that is done is never processed
-again. A worker takes an event with a lease it renews (``heartbeat_at``) while it works; the
+again. A worker takes an event with a lease (``heartbeat_at`` says when it took it); the
 sweeper resends one whose lease lapsed.
 """
 from __future__ import annotations
@@ -43,11 +43,6 @@ def claim(event: KnowledgeEvent, held_for: timedelta) -> bool:
     event.heartbeat_at = utcnow()
     event.lease_expires_at = event.heartbeat_at + held_for
     return True
-
-
-def heartbeat(event: KnowledgeEvent, held_for: timedelta) -> None:
-    event.heartbeat_at = utcnow()
-    event.lease_expires_at = event.heartbeat_at + held_for
 
 
 def done(event: KnowledgeEvent, result: dict[str, Any]) -> None:

@@ -18,7 +18,6 @@ from storage.lost_work import cancelled, lost, request_cancel  # noqa: F401 (the
 from storage.models import KnowledgeJob, KnowledgeStageOutput, Notebook, in_notebook, utcnow
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
-ENDED_STATES = ("completed", "completed_with_warnings", "failed", "cancelled")
 
 
 def start(session: Session, notebook: Notebook, source_version_id: str, *, engine: str, requested_by: str | None) -> KnowledgeJob:
