@@ -19,6 +19,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import ApiError
 from app.extensions import Services
+from pipeline.answering.sentences import content_terms
 from pipeline.fts_query import build_match_query
 from pipeline.knowledge.ask import CONCEPT, NOTE, Composed, Hit, Passage, compose, concept_score, interleave
 from storage.knowledge import sources
@@ -128,10 +129,11 @@ def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -
         .where(in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.state == "active")
     ).all()
     bodies = _module_bodies(session, {module_id for _, version in rows for module_id in version.module_version_ids})
+    asked = set(content_terms(question))
     scored = []
     for concept, version in rows:
         points = [point for module_id in sorted(version.module_version_ids) for point in bodies.get(module_id, ())]
-        score = concept_score(question, concept.name, [point["text"] for point in points])
+        score = concept_score(asked, concept.name, [point["text"] for point in points])
         if score > 0:
             scored.append((score, concept, version, points))
     scored.sort(key=lambda entry: (-entry[0], entry[1].created_at, entry[1].id))

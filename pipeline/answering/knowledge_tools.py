@@ -21,7 +21,6 @@ from pipeline.answering.types import ToolSpec
 SEARCH_KNOWLEDGE = "search_knowledge"
 READ_NOTE = "read_note"
 PROPOSE_BLOCK_EDIT = "propose_block_edit"
-WRITE_TOOLS = (PROPOSE_BLOCK_EDIT,)
 
 DEFAULT_KNOWLEDGE_HITS = 6
 MAX_ID_CHARS = 32

@@ -67,11 +67,11 @@ class Composed:
 NO_EVIDENCE_TEXT = "The notes do not answer this question."
 
 
-def concept_score(question: str, name: str, texts: list[str]) -> float:
-    """How much of the question a concept covers: each question term found in its name or its
-    modules' points, rarer terms (within the concept's text) weighing more, the name more still.
-    Zero when it shares no term with the question."""
-    asked = set(content_terms(question))
+def concept_score(asked: set[str], name: str, texts: list[str]) -> float:
+    """How much of the question (its ``content_terms``, found once for every concept scored) a
+    concept covers: each question term found in its name or its modules' points, rarer terms
+    (within the concept's text) weighing more, the name more still. Zero when it shares no term
+    with the question."""
     if not asked:
         return 0.0
     named = set(content_terms(name))

@@ -11,9 +11,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any, Protocol
 
-# Kinds of a parsed block. A formula stays with the paragraph that defines its symbols and a
-# caption with its figure's paragraphs (the planner's rule, not the parser's).
-BLOCK_KINDS = ("heading", "paragraph", "formula", "caption", "list", "table", "code")
 # The stages of a source note, in order (docs/decisions/0021).
 STAGES = ("parse", "plan", "write", "check", "publish")
 
@@ -30,7 +27,10 @@ class Page:
 class Block:
     """A run of the document's text in reading order. ``ordinal`` is its position in the whole
     document (its identity within a source version); ``box`` is ``[x0, y0, x1, y1]`` as fractions
-    of the page when the extractor gave line boxes; ``level`` is a heading's depth (1 = top)."""
+    of the page when the extractor gave line boxes; ``level`` is a heading's depth (1 = top).
+    ``kind`` is heading, paragraph, formula, caption, list, table or code (a formula stays with
+    the paragraph that defines its symbols and a caption with its figure's paragraphs: the
+    planner's rule, not the parser's)."""
 
     ordinal: int
     page: int
