@@ -75,10 +75,14 @@ class _Term:
     forms: Counter[str] = field(default_factory=Counter)
 
 
+# Words that are their own plural, and end as a plural would.
+_SAME_IN_PLURAL = frozenset({"series", "species"})
+
+
 def normalize_name(name: str) -> str:
     """``name`` as an identity: case and accents folded, punctuation and spacing collapsed to
     single spaces, apostrophes dropped ("Levi's" = "Levis"), and each word's plural "s" folded
-    ("networks" = "network", "classes" = "class")."""
+    ("networks" = "network", "classes" = "class", "libraries" = "library")."""
     folded = fold(name).replace("'", "").replace("\u2019", "")
     return " ".join(_singular(word) for word in _NAME_WORD.findall(folded))
 
@@ -208,6 +212,10 @@ def _shown(term: _Term) -> str:
 
 
 def _singular(word: str) -> str:
+    if word in _SAME_IN_PLURAL:
+        return word
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
     if len(word) > 4 and word.endswith("sses"):
         return word[:-2]
     if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):

@@ -48,9 +48,11 @@ class OfflineNoteWriter:
             block, text = body[index], _quoted(body, (index, start, end))
             claims.append(Claim(f"c{number}", text, keys[index]))
             evidence.append(Evidence(f"c{number}", keys[index], block.ordinal, block.page, document.page_label(block.page), text))
-        # A window opening with a heading is that section (the plan titles it); one cut from a
-        # longer section goes on from the part before, and is named by what it says first.
-        title = plan.title if window and window[0].kind == "heading" else short_phrase(_quoted(body, first) if first else plan.title)
+        # A window holding a heading is that section (the plan titles it, even where a few short
+        # lines before it, such as a footnote, were merged in); one cut from a longer section
+        # goes on from the part before, and is named by what it says first.
+        titled = any(block.kind == "heading" for block in window)
+        title = plan.title if titled else short_phrase(_quoted(body, first) if first else plan.title)
         return NoteDraft(
             plan.key, title, _quoted(body, lead) if lead else plan.title,
             [NoteBlock(key, block.kind, block.text) for key, block in zip(keys, body)],

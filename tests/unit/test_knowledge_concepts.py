@@ -93,6 +93,8 @@ def test_normalize_name_folds_case_accents_spacing_and_plurals() -> None:
     assert normalize_name("back-propagation") == "back propagation"
     assert normalize_name("classes") == normalize_name("class") == "class"
     assert normalize_name("analysis") == "analysis" and normalize_name("status") == "status"
+    assert normalize_name("Digital Libraries") == normalize_name("digital library") == "digital library"
+    assert normalize_name("time series") == "time series" and normalize_name("ties") == "tie"
 
 
 def test_key_terms_are_recurring_phrases_and_names_best_first() -> None:

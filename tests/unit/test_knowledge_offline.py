@@ -60,6 +60,12 @@ def test_evidence_carries_the_printed_page_label() -> None:
     assert (first.page, first.page_label) == (1, "47698")
 
 
+def test_a_unit_whose_heading_follows_a_footnote_is_titled_by_the_heading() -> None:
+    _, plans, drafts = written("dmca.pdf")
+    assert plans[0].title == "INTRODUCTION", "the lines above the first heading (a footnote, the title) merge into it"
+    assert drafts[0].title == "INTRODUCTION", "not the footnote's first words ('Pub. L. No. 105-304')"
+
+
 def test_a_note_is_its_units_own_blocks_titled_by_its_heading() -> None:
     document, plans, drafts = written("tracemonkey.pdf")
     index = [plan.title for plan in plans].index("Introduction")
