@@ -281,7 +281,7 @@ def pending_approvals(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return {"items": [knowledge_approvals.approval_json(a) for a in knowledge_approvals.pending(session, notebook, principal)]}
+        return {"items": knowledge_approvals.shown(session, notebook, knowledge_approvals.pending(session, notebook, principal))}
 
 
 @bp.get("/approvals/<approval_id>")
@@ -290,6 +290,16 @@ def read_approval(notebook_id: str, approval_id: str):  # type: ignore[no-untype
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         return knowledge_approvals.approval_json(knowledge_approvals.get(session, notebook, principal, approval_id))
+
+
+@bp.delete("/approvals/<approval_id>")
+def decline_approval(notebook_id: str, approval_id: str):  # type: ignore[no-untyped-def]
+    """The person declines, signed in like approving (the agent cannot withdraw what it is asked)."""
+    principal = signed_in_person()
+    with services().db.session() as session:
+        notebook = visible_notebook(session, principal, notebook_id)
+        knowledge_approvals.decline(session, knowledge_approvals.get(session, notebook, principal, approval_id))
+    return "", 204
 
 
 @bp.post("/approvals/<approval_id>/approve")

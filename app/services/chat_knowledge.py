@@ -85,9 +85,7 @@ class ChatKnowledge:
             if revised is None:
                 return {"status": knowledge_edits.UNCHANGED, "note_id": note.id, "version_id": current.id}
             approval = knowledge_approvals.request(session, notebook, self.principal, knowledge_approvals.EDIT_BLOCK, params)
-            before = next(b["text"] for b in current.blocks if b["key"] == block_key)
-            shown = {**knowledge_approvals.approval_json(approval), "note_title": current.title, "before": before,
-                     "approve_url": f"/api/notebooks/{notebook.id}/knowledge/approvals/{approval.id}/approve"}
+            shown = knowledge_approvals.shown(session, notebook, [approval])[0]
         self.approvals.append(shown)
         return {"status": "awaiting_approval", "approval_id": shown["id"], "expires_at": shown["expires_at"],
                 "note_id": note_id, "block_key": block_key}

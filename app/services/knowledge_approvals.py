@@ -19,7 +19,7 @@ from sqlalchemy.orm import Session
 from app.errors import ApiError
 from app.timestamps import iso
 from pipeline.knowledge.edit import MAX_BLOCK_CHARS, block_text_problem
-from storage.models import KnowledgeApproval, Notebook, in_notebook, utcnow
+from storage.models import KnowledgeApproval, KnowledgeNote, KnowledgeNoteVersion, Notebook, in_notebook, utcnow
 from storage.scope import Principal
 
 EDIT_BLOCK = "edit_block"
@@ -87,6 +87,34 @@ def take(session: Session, approval: KnowledgeApproval) -> None:
     ).values(used_at=utcnow()))
     if taken.rowcount != 1:  # type: ignore[attr-defined]
         raise ApiError(409, "APPROVAL_USED", "This approval was used already: ask for a new one.")
+
+
+def decline(session: Session, approval: KnowledgeApproval) -> None:
+    """The person says no: the request is gone, and approving it later finds nothing."""
+    if approval.used_at is not None:
+        raise ApiError(409, "APPROVAL_USED", "This approval was used already.")
+    session.delete(approval)
+
+
+def shown(session: Session, notebook: Notebook, approvals: list[KnowledgeApproval]) -> list[dict[str, Any]]:
+    """Each approval as its person is asked it: the note's title and the block's text at the
+    version the edit names (null where that version is not a note of this notebook), and where to
+    approve it. One query for them all."""
+    named = {a.params["expected_version_id"] for a in approvals if a.action == EDIT_BLOCK}
+    versions = {v.id: v for v in session.scalars(select(KnowledgeNoteVersion).join(
+        KnowledgeNote, KnowledgeNote.id == KnowledgeNoteVersion.note_id,
+    ).where(in_notebook(KnowledgeNote, notebook), KnowledgeNoteVersion.id.in_(named)))} if named else {}
+    shown = []
+    for approval in approvals:
+        version = versions.get(approval.params.get("expected_version_id"))
+        if version is not None and version.note_id != approval.params["note_id"]:
+            version = None
+        before = next((b["text"] for b in version.blocks if b["key"] == approval.params["block_key"]), None) if version else None
+        shown.append({
+            **approval_json(approval), "note_title": version.title if version else None, "before": before,
+            "approve_url": f"/api/notebooks/{notebook.id}/knowledge/approvals/{approval.id}/approve",
+        })
+    return shown
 
 
 def approval_json(approval: KnowledgeApproval) -> dict[str, Any]:

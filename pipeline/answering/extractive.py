@@ -1,6 +1,7 @@
 """The default answer engine: offline, deterministic, and unable to say anything a source does not.
 
-It searches the notebook with the question, splits the best chunks into sentences and quotes the
+It searches the notebook with the question (a knowledge-mode turn searches the notebook's notes
+first and its documents only when the notes' passages do not answer), splits the best chunks into sentences and quotes the
 sentences that share the most (and the rarest) content terms with the question. Term weights are
 IDF over the retrieved chunks, so a word found in every retrieved chunk (the notebook's topic)
 counts little, and a question word found in *none* of them weighs the most: its absence is the
@@ -30,7 +31,7 @@ import regex
 
 from pipeline.answering.question_types import can_answer, expected_answer
 from pipeline.answering.sentences import content_terms, sentence_spans
-from pipeline.answering.tools import MAX_QUERY_CHARS, SEARCH_NOTEBOOK
+from pipeline.answering.tools import MAX_QUERY_CHARS, SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK
 from pipeline.answering.types import (
     AnswerEvent,
     EvidenceItem,
@@ -141,13 +142,12 @@ class ExtractiveEngine:
 
     def _events(self, question: str, tools: ToolRegistry) -> Generator[AnswerEvent, None, None]:
         arguments = {"query": question[:MAX_QUERY_CHARS], "limit": self.settings.search_limit}
-        yield tool_started_event(SEARCH_NOTEBOOK, arguments)
-        evidence = tools.call(SEARCH_NOTEBOOK, arguments)
-        yield tool_event(SEARCH_NOTEBOOK, tools.calls[-1].arguments, tools.calls[-1].result_count)
-        if self.similarity is None:
-            quotes = select_quotes(question, evidence, self.settings)
-        else:
-            quotes = select_similar_quotes(question, evidence, self.settings, self.similarity, self.gate)
+        quotes: list[Quote] = []
+        if SEARCH_KNOWLEDGE in tools:
+            hits = yield from self._search(tools, SEARCH_KNOWLEDGE, arguments)
+            quotes = self._quotes(question, [item for hit in hits for item in hit["passages"]])
+        if not quotes:
+            quotes = self._quotes(question, (yield from self._search(tools, SEARCH_NOTEBOOK, arguments)))
         if not quotes:
             yield token_event(NO_EVIDENCE_TEXT)
             yield done_event(NO_EVIDENCE_TEXT, "no_evidence", [])
@@ -158,6 +158,19 @@ class ExtractiveEngine:
             yield citation_event(quote.evidence.chunk_id, quote.text)
         citations = [{"chunk_id": quote.evidence.chunk_id, "quote": quote.text} for quote in quotes]
         yield done_event(" ".join(parts), "answered", citations)
+
+    @staticmethod
+    def _search(tools: ToolRegistry, name: str, arguments: dict[str, Any]) -> Generator[AnswerEvent, None, Any]:
+        """Run one search tool between its two ``tool`` events."""
+        yield tool_started_event(name, arguments)
+        result = tools.call(name, arguments)
+        yield tool_event(name, tools.calls[-1].arguments, tools.calls[-1].result_count)
+        return result
+
+    def _quotes(self, question: str, evidence: list[EvidenceItem]) -> list[Quote]:
+        if self.similarity is None:
+            return select_quotes(question, evidence, self.settings)
+        return select_similar_quotes(question, evidence, self.settings, self.similarity, self.gate)
 
 
 def select_quotes(question: str, evidence: list[EvidenceItem], settings: ExtractiveSettings) -> list[Quote]:

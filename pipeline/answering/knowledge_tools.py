@@ -15,12 +15,8 @@ from typing import Any
 
 from pipeline.knowledge.ask import MAX_HITS
 from pipeline.knowledge.edit import MAX_BLOCK_CHARS
-from pipeline.answering.tools import MAX_QUERY_CHARS
+from pipeline.answering.tools import MAX_QUERY_CHARS, PROPOSE_BLOCK_EDIT, READ_NOTE, SEARCH_KNOWLEDGE
 from pipeline.answering.types import ToolSpec
-
-SEARCH_KNOWLEDGE = "search_knowledge"
-READ_NOTE = "read_note"
-PROPOSE_BLOCK_EDIT = "propose_block_edit"
 
 DEFAULT_KNOWLEDGE_HITS = 6
 MAX_ID_CHARS = 32

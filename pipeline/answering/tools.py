@@ -20,6 +20,10 @@ INSPECT_SOURCES = "inspect_sources"
 START_ANALYSIS = "start_analysis"
 INSPECT_ANALYSES = "inspect_analyses"
 READ_ANALYSIS = "read_analysis"
+# A knowledge-mode turn's tools (``knowledge_tools``); named here so that an engine can ask for them.
+SEARCH_KNOWLEDGE = "search_knowledge"
+READ_NOTE = "read_note"
+PROPOSE_BLOCK_EDIT = "propose_block_edit"
 
 MAX_SEARCH_RESULTS = 50
 DEFAULT_SEARCH_RESULTS = 8

@@ -154,7 +154,9 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
             "text": "A block the agent rewrote.",
         }}), 201).json
         assert check(call("GET", f"{base}/approvals/{approval['id']}"), 200).json["used_at"] is None
-        assert [a["id"] for a in check(call("GET", f"{base}/approvals"), 200).json["items"]] == [approval["id"]]
+        pending = check(call("GET", f"{base}/approvals"), 200).json["items"]
+        assert [(a["id"], a["note_title"], a["before"]) for a in pending] == [
+            (approval["id"], edited["note"]["title"], "A block a person rewrote.")], pending
         check(call("POST", f"{base}/approvals/{approval['id']}/approve"), 403, "SIGN_IN_REQUIRED")
         approved = check(person("POST", f"{base}/approvals/{approval['id']}/approve"), 200).json
         assert approved["note"]["version"]["author"].startswith("agent:"), approved
@@ -204,6 +206,11 @@ def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str
     with services_of(world).db.session() as session:
         session.get(KnowledgeApproval, late["id"]).expires_at = utcnow() - timedelta(seconds=1)
     check(person("POST", f"{base}/approvals/{late['id']}/approve"), 410, "APPROVAL_EXPIRED")
+    declined = check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": params}), 201).json
+    check(call("DELETE", f"{base}/approvals/{declined['id']}"), 403, "SIGN_IN_REQUIRED")
+    check(person("DELETE", f"{base}/approvals/{declined['id']}"), 204)
+    check(person("POST", f"{base}/approvals/{declined['id']}/approve"), 404, "APPROVAL_NOT_FOUND")
+    check(person("DELETE", f"{base}/approvals/{approval['id']}"), 409, "APPROVAL_USED")
     check(call("POST", f"{base}/approvals", json={"action": "delete_note", "params": params}), 400, "FIELD_INVALID")
     check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": {"note_id": "x"}}), 400, "FIELD_INVALID")
     check(call("POST", f"{base}/approvals", json={"params": params}), 400, "FIELD_REQUIRED")

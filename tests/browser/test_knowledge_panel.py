@@ -124,3 +124,86 @@ def test_a_viewer_reads_the_knowledge_but_has_no_form(halves, open_page) -> None
     expect(panel.get_by_role("button", name="Make a source note")).to_be_hidden()
     width = page.viewport_size["width"]
     assert panel.evaluate("(section) => section.getBoundingClientRect().right") <= width
+
+
+def source_notes(service: Service, notebook_id: str) -> list[dict[str, Any]]:
+    """Both halves' source notes, made through the API where an earlier test has not made them."""
+    api, base = service.deployment.api, f"/api/notebooks/{notebook_id}/knowledge"
+    for resource_id in ("first", "second"):
+        added = api.post(f"{base}/sources", {"resource_id": resource_id})
+        assert added.status_code in (200, 202), added.text
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        items = api.get(f"{base}/sources").json()["items"]
+        if all((s["active_version"]["job"]["state"] or "").startswith("completed") for s in items):
+            return items
+        assert time.monotonic() < deadline, items
+        time.sleep(0.5)
+
+
+def test_a_person_approves_or_declines_the_agents_edits_and_edits_a_block_themselves(halves, open_page, shot) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = halves
+    api, base = service.deployment.api, f"/api/notebooks/{notebook_id}/knowledge"
+    first = source_notes(service, notebook_id)[0]
+    toc = api.get(f"{base}/source-notes/{first['active_version']['source_note_version_id']}").json()["toc"]
+    note = api.get(f"{base}/notes/{toc[0]['note_id']}").json()
+    assert len(note["blocks"]) >= 2, note["blocks"]
+    asked = {}
+    for block, text in zip(note["blocks"], ["The agent's clearer wording.", "A change the person declines."]):
+        approval = api.post(f"{base}/approvals", {"action": "edit_block", "params": {
+            "note_id": note["id"], "expected_version_id": note["version"]["id"], "block_key": block["key"], "text": text}})
+        assert approval.status_code == 201, approval.text  # the agent's token asks, as its tool does
+        asked[text] = approval.json()["id"]
+
+    page = open_page("desktop")
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}")
+    waiting = page.get_by_role("region", name="Edits waiting for your approval")
+    expect(waiting.locator("li.approval")).to_have_count(2)
+    declined = waiting.locator(f"li[data-approval-id='{asked['A change the person declines.']}']")
+    expect(declined.locator("del")).to_have_text(note["blocks"][1]["text"])
+    shot(page, "knowledge-approvals")
+    declined.get_by_role("button", name="Decline").click()
+    expect(waiting.locator("li.approval")).to_have_count(1)
+    waiting.get_by_role("button", name="Approve").click()
+    expect(waiting).to_be_hidden()
+    approved = api.get(f"{base}/notes/{note['id']}").json()
+    assert approved["blocks"][0]["text"] == "The agent's clearer wording." and approved["version"]["author"].startswith("agent:")
+    assert approved["blocks"][1]["text"] == note["blocks"][1]["text"], "the declined edit changed nothing"
+
+    panel = page.get_by_role("region", name="Knowledge")
+    panel.get_by_role("list", name="Source notes").get_by_role("button", name=first["label"]).click()
+    panel.locator("[data-role=knowledge-reader]").get_by_role("list", name="Contents").locator("li button").first.click()
+    reader = panel.locator("[data-role=knowledge-reader]")
+    second = reader.locator(f".knowledge-block[data-block-key='{note['blocks'][1]['key']}']")
+    second.get_by_role("button", name=re.compile("^Edit this block")).click()
+    editor = reader.locator(f"form[data-block-key='{note['blocks'][1]['key']}']")
+    editor.get_by_label("Block text").fill("A sentence the person wrote.")
+    editor.get_by_role("button", name="Save").click()
+    expect(second).to_contain_text("A sentence the person wrote. (revised by a person)")
+    expect(reader.locator(f".knowledge-block[data-block-key='{note['blocks'][0]['key']}']")).to_contain_text("The agent's clearer wording.")
+    edited = api.get(f"{base}/notes/{note['id']}").json()
+    assert edited["version"]["number"] == approved["version"]["number"] + 1 and edited["blocks"][1]["human_revised"], edited
+
+
+def test_a_question_to_the_notes_cites_a_page_that_opens_in_the_viewer(halves, open_page) -> None:  # type: ignore[no-untyped-def]
+    service, notebook_id = halves
+    source_notes(service, notebook_id)
+    page = open_page("desktop")
+    sign_in_with_token(page, service, service.alice_token, f"/notebooks/{notebook_id}")
+    chat = page.locator("#panel-chat")
+    chat.get_by_role("radio", name="the notes").check()
+    composer = chat.get_by_label("Ask a question about the sources")
+    expect(composer).to_have_attribute("placeholder", "Ask your notes, or ask to improve one")
+    composer.fill("Which service providers does the DMCA limit the liability of for transmitting material?")
+    composer.press("Enter")
+    answer = chat.locator("li.msg-assistant").last
+    citation = answer.locator("ol.citations a").first
+    expect(citation).to_be_visible(timeout=60_000)
+    cited_page = re.search(r"p\. (\d+)", citation.inner_text()).group(1)
+    citation.click()
+    viewer = page.get_by_role("dialog", name="Cited evidence").locator("[data-role=viewer]")
+    expect(viewer).to_have_attribute("data-state", "ready", timeout=60_000)
+    expect(viewer.locator("[data-role=viewer-page-number]")).to_have_text(re.compile(rf"^Page {cited_page} of 9$"))
+    page.get_by_role("dialog", name="Cited evidence").get_by_role("button", name="Close").click()
+    page.reload()
+    expect(page.locator("#panel-chat").get_by_role("radio", name="the notes")).to_be_checked()

@@ -285,6 +285,21 @@ def _tool_results(log: Path, number: int) -> list[dict[str, Any]]:
     return [json.loads(m["content"]) for m in _request(log, number)["messages"] if m["role"] == "tool"]
 
 
+def test_a_knowledge_mode_turn_without_a_model_quotes_the_notes_passages(both: tuple[Instance, str, dict[str, str]]) -> None:
+    instance, notebook_id, _ = both
+
+    found = _chat(instance, notebook_id, QUESTION, "knowledge")
+
+    searched = [data["name"] for event, data in found if event == "tool" and data["state"] == "done"]
+    done = found[-1][1]
+    assert searched == ["search_knowledge"] and done["status"] == "answered", found
+    for cited in done["citations"]:
+        assert cited["chunk_id"].startswith("ch_kb"), "a quote of a note's passage, not of a chunk"
+        pages = page_texts(instance, f"files/{cited['title']}")
+        assert squashed(cited["quote"]) in squashed(pages[cited["locator"]["page"]]), cited
+        assert cited["open_url"].endswith(f"#page={cited['locator']['page']}")
+
+
 def test_the_chat_agent_reads_knowledge_freely_and_writes_only_with_the_persons_approval(
     both: tuple[Instance, str, dict[str, str]], fake_server: Callable[[list[dict]], tuple[str, Path]],
 ) -> None:

@@ -21,7 +21,8 @@ import numpy as np
 import pytest
 
 from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine
-from pipeline.answering.tools import SEARCH_NOTEBOOK, notebook_tools
+from pipeline.answering.knowledge_tools import knowledge_tools
+from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
 from pipeline.chunker import chunk_segments
 from pipeline.embedder import HashingEmbedder
@@ -163,6 +164,36 @@ def test_an_empty_notebook_gives_no_evidence() -> None:
     tools = notebook_tools(search=lambda query, limit: [], read=lambda chunk_id: None, inspect=list)
 
     assert final(list(ExtractiveEngine().answer("Who signed it?", tools)))["status"] == "no_evidence"
+
+
+def knowledge_turn(dmca: InMemoryNotebook, notes: list[list[EvidenceItem]]) -> ToolRegistry:
+    """A knowledge-mode turn's tools: each note a hit whose passages are the document blocks given."""
+    tools = dmca.tools()
+    hits = [{"kind": "note", "id": f"kn{n}", "version_id": f"kv{n}", "title": f"Note {n}", "passages": passages}
+            for n, passages in enumerate(notes)]
+    for spec in knowledge_tools(search=lambda query, limit: hits[:limit], read_note=dict, propose_edit=lambda *a: {}):
+        tools.register(spec)
+    return tools
+
+
+def test_a_knowledge_turn_answers_from_the_notes_passages_first(dmca: InMemoryNotebook) -> None:
+    signed = [item for item in dmca.items if "President Clinton on October 28, 1998" in item.text]
+    tools = knowledge_turn(dmca, [signed])
+
+    done = final(list(ExtractiveEngine().answer("Which president signed the DMCA into law?", tools)))
+
+    assert [call.name for call in tools.calls] == [SEARCH_KNOWLEDGE], "the notes answered: no document search"
+    assert done["status"] == "answered" and done["citations"][0]["chunk_id"] == signed[0].chunk_id
+
+
+def test_a_knowledge_turn_searches_the_documents_when_the_notes_do_not_answer(dmca: InMemoryNotebook) -> None:
+    unrelated = [item for item in dmca.items if "President Clinton" not in item.text][-1:]
+    tools = knowledge_turn(dmca, [unrelated])
+
+    done = final(list(ExtractiveEngine().answer("Which president signed the DMCA into law?", tools)))
+
+    assert [call.name for call in tools.calls] == [SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK]
+    assert done["status"] == "answered" and "President Clinton" in done["citations"][0]["quote"]
 
 
 # --- SQuAD calibration -------------------------------------------------------------------------

@@ -1,13 +1,16 @@
 /**
  * The embedded chat: the canonical transcript, answers streamed over the websocket, the toolbar
- * choosing exact sources and other notebooks, and citations that open their evidence. Viewers get
- * the transcript read-only: no composer, no retry.
+ * choosing exact sources, other notebooks and what answers come from (the documents, or the
+ * notebook's notes, where the assistant may also propose edits for the person to approve), and
+ * citations that open their evidence. Viewers get the transcript read-only: no composer, no retry.
  */
 import { api } from "./api.js";
+import { ApprovalList } from "./approvals.js";
 import { citationItem, citationLink, openCitationsIn } from "./citations.js";
 import { byRole, confirmDialog, h, showError } from "./dom.js";
 
 const MARKER = /\s*\[(ch_[A-Za-z0-9_-]+)\]/g;
+const PLACEHOLDER = { notebook: "Ask a question about the sources", knowledge: "Ask your notes, or ask to improve one" };
 
 export class ChatPanel {
   constructor(page) {
@@ -22,6 +25,9 @@ export class ChatPanel {
     this.ws = null;
     this.turn = null;
     this.rendered = false;
+    this.modeKey = `gnosi.chat-mode.${page.id}`;
+    this.approvals = new ApprovalList(page, this.root, () => page.knowledge.refresh());
+    this.setupMode();
     this.composer.addEventListener("submit", (event) => {
       event.preventDefault();
       this.send(this.composer.elements.message.value);
@@ -46,7 +52,25 @@ export class ChatPanel {
   }
 
   async load() {
-    await Promise.all([this.loadSources(), this.loadTranscript()]);
+    await Promise.all([this.loadSources(), this.loadTranscript(), this.approvals.load()]);
+  }
+
+  get mode() {
+    return byRole("chat-mode", this.root).querySelector("input:checked").value;
+  }
+
+  /** The answer mode chosen last in this notebook, kept in this browser. */
+  setupMode() {
+    const switcher = byRole("chat-mode", this.root);
+    const kept = localStorage.getItem(this.modeKey);
+    const input = switcher.querySelector(`input[value="${kept}"]`);
+    if (input) input.checked = true;
+    const apply = () => {
+      this.composer.elements.message.placeholder = PLACEHOLDER[this.mode];
+      localStorage.setItem(this.modeKey, this.mode);
+    };
+    switcher.addEventListener("change", apply);
+    apply();
   }
 
   /** Re-read the transcript (the shared mode's collaborative poll) unless an answer streams. */
@@ -237,6 +261,7 @@ export class ChatPanel {
         message,
         notebook_ids: [...this.chosenNotebooks],
         source_ids: [...this.chosenSources],
+        mode: this.mode,
       }));
     } catch (error) {
       turn.fail(error);
@@ -247,14 +272,16 @@ export class ChatPanel {
     if (event === "auth" || !this.turn) return;
     if (event === "token") this.turn.token(data.text);
     else if (event === "tool") this.turn.tool(data);
+    else if (event === "approval") this.turn.approval(data);
     else if (event === "done") this.turn.done(data);
     else if (event === "error") this.turn.fail(data);
   }
 
   /** Called by the turn when it ends, either way. */
-  finished(question, answer) {
+  finished(question, answer, approvals = []) {
     this.turn = null;
     if (answer) this.messages = [...this.messages, question, answer];
+    if (approvals.length) this.approvals.load().catch((error) => showError(this.note, error));
     this.renderComposer();
     this.composer.elements.message?.focus();
   }
@@ -283,7 +310,12 @@ class StreamingTurn {
       return;
     }
     const count = data.result_count;
-    this.status.textContent = `Searched the sources: ${count} passage${count === 1 ? "" : "s"} found.`;
+    const what = data.name === "search_knowledge" ? "notes" : "sources";
+    this.status.textContent = `Searched the ${what}: ${count} ${what === "notes" ? "hit" : "passage"}${count === 1 ? "" : "s"} found.`;
+  }
+
+  approval(data) {
+    this.status.textContent = `Proposed an edit of “${data.note_title || "a note"}”: it waits for your approval below.`;
   }
 
   done(data) {
@@ -298,7 +330,11 @@ class StreamingTurn {
     this.chat.fillAnswer(this.item, answer);
     this.item.dataset.messageId = data.message_id;
     this.item.setAttribute("aria-busy", "false");
-    this.chat.finished({ id: null, role: "user", author: null, text: this.message }, answer);
+    if (data.approvals?.length) {
+      this.item.append(h("p", { class: "muted", "data-role": "turn-approvals" },
+        `${data.approvals.length} proposed edit${data.approvals.length === 1 ? "" : "s"} wait${data.approvals.length === 1 ? "s" : ""} for your approval below the conversation.`));
+    }
+    this.chat.finished({ id: null, role: "user", author: null, text: this.message }, answer, data.approvals || []);
   }
 
   fail(error) {

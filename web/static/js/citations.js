@@ -51,7 +51,7 @@ export function openCitationsIn(container, dialog) {
       revisionId: citation.revision_id,
       quote: citation.quote,
       title: citation.title,
-    });
+    }, citation.evidence || null);  // a knowledge passage carries its evidence: it is no chunk to look up
   });
 }
 

@@ -128,6 +128,12 @@ export class KnowledgePanel {
     );
   }
 
+  /** Read the lists again, and the note shown if one is (after an edit made elsewhere). */
+  async refresh() {
+    await this.load();
+    if (this.shownNote) await this.openNote(...this.shownNote);
+  }
+
   async openNote(noteId, snapshotId) {
     const note = await this.read(() => api(`${this.base}/notes/${encodeURIComponent(noteId)}`));
     if (!note) return;
@@ -136,8 +142,7 @@ export class KnowledgePanel {
       h("p", {}, h("button", { type: "button", class: "knowledge-open", onclick: () => this.openSourceNote(snapshotId) }, "‹ Contents")),
       h("h3", {}, note.title),
       h("p", { class: "muted" }, note.summary),
-      ...note.blocks.map((block) => h("p", { class: block.human_revised ? "revised" : "", "data-block-key": block.key }, block.text,
-        block.human_revised ? h("span", { class: "muted" }, " (revised by a person)") : null)),
+      ...note.blocks.map((block) => this.blockView(note, block)),
       h("h4", {}, "Claims"),
       h("ol", { class: "knowledge-claims", "data-role": "knowledge-claims" }, ...note.claims.map((claim) => h("li", {}, claim.text, " ",
         ...evidenceOf(claim).map((evidence) => h("button", {
@@ -146,6 +151,46 @@ export class KnowledgePanel {
           onclick: () => this.openEvidence(note, evidence),
         }, pageLabel(evidence.locator)))))),
     );
+    this.shownNote = [noteId, snapshotId];
+  }
+
+  /** A block of the note; those who may write get an Edit button that rewrites it in place. */
+  blockView(note, block) {
+    const view = h("div", { class: `knowledge-block${block.human_revised ? " revised" : ""}`, "data-block-key": block.key },
+      h("p", {}, block.text, block.human_revised ? h("span", { class: "muted" }, " (revised by a person)") : null));
+    if (this.canWrite && note.state === "active" && note.version.current) {
+      view.append(h("button", { type: "button", class: "link-button", "data-action": "edit-block",
+        "aria-label": `Edit this block of ${note.title}`, onclick: () => view.replaceWith(this.blockEditor(note, block, view)) }, "Edit"));
+    }
+    return view;
+  }
+
+  /** The block's text in a form: saving sends the version read, so an edit made meanwhile is refused, not lost. */
+  blockEditor(note, block, view) {
+    const error = h("p", { class: "form-error", role: "alert", hidden: true });
+    const text = h("textarea", { name: "text", rows: "5", maxlength: "8000", required: true, "aria-label": "Block text" });
+    text.value = block.text;
+    const form = h("form", { class: "stack knowledge-block-editor", "data-block-key": block.key }, text, error,
+      h("div", { class: "row-actions" },
+        h("button", { type: "submit", class: "primary" }, "Save"),
+        h("button", { type: "button", onclick: () => form.replaceWith(view) }, "Cancel")));
+    form.addEventListener("submit", async (event) => {
+      event.preventDefault();
+      form.querySelector('button[type="submit"]').disabled = true;
+      try {
+        const edited = await api(`${this.base}/notes/${encodeURIComponent(note.id)}/blocks/${encodeURIComponent(block.key)}`, {
+          method: "PATCH", body: { expected_version_id: note.version.id, text: text.value },
+        });
+        this.announcer.textContent = edited.status === "UNCHANGED" ? "Nothing changed." : `Saved: version ${edited.note.version.number}.`;
+        await this.refresh();
+      } catch (failure) {
+        showError(error, failure.code === "VERSION_CONFLICT"
+          ? new Error("The note changed since you opened it: reopen it to see the current text.") : failure);
+        form.querySelector('button[type="submit"]').disabled = false;
+      }
+    });
+    queueMicrotask(() => text.focus());
+    return form;
   }
 
   /** The claim's page in the PDF viewer, its quoted passage marked (and its block's box drawn). */
@@ -187,6 +232,7 @@ export class KnowledgePanel {
   }
 
   show(...children) {
+    this.shownNote = null;
     this.reader.replaceChildren(...children);
     this.reader.focus({ preventScroll: true });
   }
