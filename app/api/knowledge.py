@@ -49,8 +49,15 @@ def add(notebook_id: str):  # type: ignore[no-untyped-def]
         document = access.member_document(session, notebook, resource_id, source_id)
         added = sources.add(session, notebook, document, new_version=new_version, engine=svc.note_writer_name,
                             requested_by=principal.user_id)
+        replaced = None
+        if added.replaced is not None:  # what the old version fed stops counting now, not at the new one's publish
+            replaced, _ = events.enqueue(session, notebook, "source_replaced", {
+                "source_id": added.version.source_id, "replaced_version_id": added.replaced, "version_id": added.version.id,
+            }, f"source_replaced:{added.version.id}")
         shown = {"source": source_json(session, sources.get(session, notebook, added.version.source_id)),
                  "version": version_json(session, added.version), "duplicate": added.duplicate}
+    if replaced is not None:
+        send_event(replaced.id)
     if not added.duplicate and added.job is not None:
         start_job(added.job.id)
     return shown, 200 if added.duplicate else 202

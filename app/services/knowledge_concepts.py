@@ -8,7 +8,9 @@
 - ``note_edited``/``note_deleted``: the note's contributions of other versions are withdrawn; an
   edited note's new version is offered as a published note is (a block a person rewrote lost its
   evidence, so it feeds nothing until its wording is evidenced again).
-- ``source_deleted``/``source_restored``: nothing to store; validity is read from the source.
+- ``source_deleted``/``source_restored``/``source_replaced``: nothing to store; validity is read
+  from the source (a replaced version's contributions stopped counting when its source's pointer
+  moved to the new version, whose notes feed by their own ``note_published``).
 Then every module those touched is rebuilt from its valid contributions (an old version reused
 when its inputs match exactly), and each concept of theirs republished or withdrawn.
 

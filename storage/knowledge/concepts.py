@@ -6,9 +6,13 @@ source is active with the contributed source version as its active version. Vali
 stored, so deleting a source and restoring it needs no bookkeeping of its own: the same rows count
 again. A module is rebuilt from exactly its valid contributions: reusing an old module version
 whose inputs match exactly (``inputs_key``), else building a new one; a module left with none is
-withdrawn, and a concept left with no active module is withdrawn. Every concept whose modules
-changed gets a new version pinning its modules' versions, and every tree that shows it a new
-snapshot with the same arrangement.
+withdrawn, and a concept left with no active module is withdrawn. A module that cannot be
+rebuilt (its builder failed, or found nothing to say) keeps its version where every input of
+that version still counts (the change only added), and is otherwise suspended: its version
+rests on a source deleted or replaced, and its concept is suspended with it, out of reading and
+search until an event rebuilds it (the seed's rule). Every concept whose modules changed gets a
+new version pinning its modules' versions, and every tree that shows it a new snapshot with the
+same arrangement; a tree showing a concept withdrawn or suspended pins no version of it.
 """
 from __future__ import annotations
 
@@ -18,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.knowledge.concepts import Candidate, ContributionInput, NoteInput, inputs_key, normalize_name
+from pipeline.types import PipelineError
 from storage.knowledge.numbering import next_number
 from storage.models import (
     KnowledgeConcept,
@@ -151,7 +156,8 @@ def valid_contributions(session: Session, module_id: str) -> list[ContributionIn
 
 def rebuild(session: Session, module: KnowledgeModule, build: BuildModule) -> str:
     """Rebuild ``module`` from its valid contributions; what happened: ``withdrawn``, ``reused``,
-    ``built`` or ``unchanged``."""
+    ``built``, ``kept`` (it could not be rebuilt, and its version still holds), ``suspended`` or
+    ``unchanged``."""
     inputs = valid_contributions(session, module.id)
     if not inputs:
         changed = module.state != "withdrawn"
@@ -161,33 +167,44 @@ def rebuild(session: Session, module: KnowledgeModule, build: BuildModule) -> st
     current = session.get(KnowledgeModuleVersion, module.active_version_id) if module.active_version_id else None
     if current is not None and current.inputs_key == key and module.state == "active":
         return "unchanged"
-    module.state = "active"
     reused = session.scalar(select(KnowledgeModuleVersion).where(
         KnowledgeModuleVersion.module_id == module.id, KnowledgeModuleVersion.inputs_key == key
     ).order_by(KnowledgeModuleVersion.number.desc()).limit(1))
     if reused is not None:
-        module.active_version_id = reused.id
+        module.active_version_id, module.state = reused.id, "active"
         return "reused"
+    try:
+        body = build(module.title, inputs)
+    except PipelineError:
+        body = []
+    if not body:
+        holds = current is not None and set(current.contribution_ids) <= {c.contribution_id for c in inputs}
+        module.state = "active" if holds else "suspended"
+        return "kept" if holds else "suspended"
     version = KnowledgeModuleVersion(
         module_id=module.id, number=next_number(session, KnowledgeModuleVersion.number, KnowledgeModuleVersion.module_id == module.id),
-        body=build(module.title, inputs), inputs_key=key, contribution_ids=[c.contribution_id for c in inputs],
+        body=body, inputs_key=key, contribution_ids=[c.contribution_id for c in inputs],
     )
     session.add(version)
     session.flush()
-    module.active_version_id = version.id
+    module.active_version_id, module.state = version.id, "active"
     return "built"
 
 
 def publish_concept(session: Session, concept: KnowledgeConcept, event_id: str | None) -> str:
-    """A new concept version pinning its active modules' versions when they changed (or the
-    concept withdrawn when none is left); the trees that show it follow. What happened."""
+    """A new concept version pinning its active modules' versions when they changed (the concept
+    suspended while a module is, withdrawn when none is left); the trees that show it follow.
+    What happened."""
     modules = list(session.scalars(select(KnowledgeModule).where(KnowledgeModule.concept_id == concept.id)
                                    .order_by(KnowledgeModule.created_at, KnowledgeModule.id)))
     pinned = [m.active_version_id for m in modules if m.state == "active" and m.active_version_id]
-    if not pinned:
-        changed = concept.state != "withdrawn"
-        concept.state = "withdrawn"
-        return "withdrawn" if changed else "unchanged"
+    held = "suspended" if any(m.state == "suspended" for m in modules) else "withdrawn" if not pinned else None
+    if held is not None:
+        changed = concept.state != held
+        concept.state = held
+        if changed:
+            _refresh_trees(session, concept)
+        return held if changed else "unchanged"
     current = session.get(KnowledgeConceptVersion, concept.active_version_id) if concept.active_version_id else None
     if current is not None and current.module_version_ids == pinned and concept.state == "active":
         return "unchanged"
@@ -202,15 +219,22 @@ def publish_concept(session: Session, concept: KnowledgeConcept, event_id: str |
     return "published"
 
 
+def shown_version(concept: KnowledgeConcept) -> str | None:
+    """The version of ``concept`` a tree pins: its active one, none while it is withdrawn or suspended."""
+    return concept.active_version_id if concept.state == "active" else None
+
+
 def _refresh_trees(session: Session, concept: KnowledgeConcept) -> None:
-    """Trees whose current snapshot shows ``concept`` get a new snapshot pinning its new version,
-    every node where it was."""
+    """Trees whose current snapshot shows ``concept`` get a new snapshot pinning the version it
+    shows now, every node where it was."""
+    pin = shown_version(concept)
     trees = session.scalars(select(KnowledgeTree).where(KnowledgeTree.notebook_id == concept.notebook_id))
     for tree in trees:
         current = session.get(KnowledgeTreeVersion, tree.active_version_id) if tree.active_version_id else None
-        if current is None or not any(node.get("concept_id") == concept.id for node in current.nodes):
+        if current is None or not any(node.get("concept_id") == concept.id and node.get("concept_version_id") != pin
+                                      for node in current.nodes):
             continue
-        nodes = [{**node, "concept_version_id": concept.active_version_id} if node.get("concept_id") == concept.id else node
+        nodes = [{**node, "concept_version_id": pin} if node.get("concept_id") == concept.id else node
                  for node in current.nodes]
         snapshot = KnowledgeTreeVersion(tree_id=tree.id, number=next_number(
             session, KnowledgeTreeVersion.number, KnowledgeTreeVersion.tree_id == tree.id), nodes=nodes)

@@ -1,7 +1,7 @@
 """Changes the concepts must follow, as durable events (docs/decisions/0021).
 
 An event is created in the transaction that made the change (a source note published, a note
-edited or deleted, a source deleted or restored), under an idempotency key that names the change
+edited or deleted, a source deleted, restored or replaced by a new version), under an idempotency key that names the change
 itself: the same change asked twice is one event, and an event that is done is never processed
 again. A worker takes an event with a lease (``heartbeat_at`` says when it took it); the
 sweeper resends one whose lease lapsed.
@@ -17,7 +17,7 @@ from sqlalchemy.orm import Session
 from storage.lost_work import lost
 from storage.models import KnowledgeEvent, Notebook, in_notebook, utcnow
 
-KINDS = ("note_published", "note_edited", "note_deleted", "source_deleted", "source_restored")
+KINDS = ("note_published", "note_edited", "note_deleted", "source_deleted", "source_restored", "source_replaced")
 
 
 def enqueue(session: Session, notebook: Notebook, kind: str, subject: dict[str, Any], key: str) -> tuple[KnowledgeEvent, bool]:

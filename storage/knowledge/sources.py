@@ -4,7 +4,8 @@ Adding a document whose content hash an active source of the notebook already ha
 version) returns that version and its latest job; ``new_version`` forces a new one. The same
 member with other bytes becomes the next version of its source, and the source's pointer moves to
 it at once: the new version is what the source says now, so notes of the old one stop counting as
-current (their source note stays readable). A deleted source is nobody's duplicate: the same file
+current (their source note stays readable), and what they fed is withdrawn by a
+``source_replaced`` event (the caller enqueues it: ``Added.replaced``). A deleted source is nobody's duplicate: the same file
 added again is a new source with new notes.
 """
 from __future__ import annotations
@@ -35,9 +36,12 @@ class Document:
 
 @dataclass(frozen=True)
 class Added:
+    """``replaced``: the version the source's pointer left (None: a new source, or a duplicate)."""
+
     version: KnowledgeSourceVersion
     job: KnowledgeJob | None
     duplicate: bool
+    replaced: str | None = None
 
 
 def add(
@@ -64,8 +68,9 @@ def add(
     )
     session.add(version)
     session.flush()
-    source.active_version_id, source.label = version.id, document.label
-    return Added(version, jobs.start(session, notebook, version.id, engine=engine, requested_by=requested_by), False)
+    replaced, source.active_version_id, source.label = source.active_version_id, version.id, document.label
+    job = jobs.start(session, notebook, version.id, engine=engine, requested_by=requested_by)
+    return Added(version, job, False, replaced)
 
 
 def _active_version_with(session: Session, notebook: Notebook, content_hash: str) -> KnowledgeSourceVersion | None:

@@ -12,6 +12,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.knowledge.trees import TreeError, pinned
+from storage.knowledge.concepts import shown_version
 from storage.knowledge.numbering import next_number
 from storage.models import KnowledgeConcept, KnowledgeTree, KnowledgeTreeVersion, Notebook, in_notebook
 
@@ -35,10 +36,11 @@ def create(session: Session, notebook: Notebook, title: str, nodes: list[dict[st
 
 def arrange(session: Session, notebook: Notebook, tree: KnowledgeTree, nodes: list[dict[str, Any]]) -> KnowledgeTreeVersion:
     """A new snapshot of ``tree`` with ``nodes`` (checked by ``pipeline.knowledge.trees``), each
-    concept node pinned to its concept's active version; a concept of another notebook is none."""
+    concept node pinned to the version its concept shows (``shown_version``); a concept of another
+    notebook is none."""
     wanted = {node["concept_id"] for node in nodes if node["kind"] == "concept"}
-    versions = dict(session.execute(select(KnowledgeConcept.id, KnowledgeConcept.active_version_id).where(
-        in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.id.in_(wanted))).all())
+    versions = {concept.id: shown_version(concept) for concept in session.scalars(select(KnowledgeConcept).where(
+        in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.id.in_(wanted)))}
     if missing := sorted(wanted - set(versions)):
         raise TreeError(f"no concept {missing[0]} in this notebook")
     snapshot = KnowledgeTreeVersion(tree_id=tree.id, number=next_number(

@@ -108,10 +108,14 @@ export class KnowledgePanel {
   }
 
   renderConcepts(concepts) {
-    const active = concepts.filter((concept) => concept.state === "active");
-    this.conceptList.replaceChildren(...(active.length ? active.map((concept) => h("li", {},
-      h("button", { type: "button", class: "knowledge-open", onclick: () => this.openConcept(concept.id) }, concept.name),
-      h("div", { class: "muted" }, `${concept.modules.length} module${concept.modules.length === 1 ? "" : "s"} · ${concept.source_version_count} sources`),
+    const shown = concepts.filter((concept) => concept.state !== "withdrawn");
+    this.conceptList.replaceChildren(...(shown.length ? shown.map((concept) => h("li", { "data-state": concept.state },
+      concept.state === "suspended"
+        ? h("span", { class: "item-title" }, concept.name)
+        : h("button", { type: "button", class: "knowledge-open", onclick: () => this.openConcept(concept.id) }, concept.name),
+      h("div", { class: "muted" }, concept.state === "suspended"
+        ? "suspended: a source it rests on changed, and it waits to be rebuilt"
+        : `${concept.modules.length} module${concept.modules.length === 1 ? "" : "s"} · ${concept.source_version_count} sources`),
     )) : [h("li", { class: "muted" }, "Concepts appear when two sources share a subject.")]));
   }
 

@@ -1,0 +1,118 @@
+"""A source's new version, and a module that cannot be rebuilt (issue #20 item 4, review findings):
+the old version's contributions stop counting when the pointer moves (a ``source_replaced``
+event), not when the new version is published, so a question asked meanwhile is answered from
+what is current instead of ``SOURCE_CHANGED`` again and again; a module whose builder fails keeps
+its version where its inputs still count and is otherwise suspended, with its concept, out of
+the search; trees pin no version of a concept withdrawn or suspended.
+
+No worker runs in this world: messages run in the request that sends them inside
+``inline_tasks``, and outside it the test runs a queued event or job itself."""
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from knowledge_tour import QUESTION, A, B, inline_tasks, knowledge_notebook
+from sqlalchemy import select
+from test_openapi import Contract
+
+from pipeline.types import PipelineError
+from storage.knowledge import concepts
+from storage.models import KnowledgeConcept, KnowledgeModule, Notebook
+from support_api import services_of
+from tasks.knowledge import advance
+from tasks.knowledge import event as process_event
+
+
+@pytest.fixture
+def contract(world) -> Contract:  # type: ignore[no-untyped-def]
+    """Every response checked against the OpenAPI document, as in the tour."""
+    return Contract(world.app)
+
+
+def both_published(world: Any, contract: Any) -> tuple[str, dict[str, Any]]:
+    """The notebook of A and B, both source notes published; the concept both feed."""
+    notebook_id = knowledge_notebook(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    with inline_tasks(world):
+        for resource_id in (A, B):
+            contract.check(world.call("POST", f"{base}/sources", json={"resource_id": resource_id}), 202)
+    listed = contract.check(world.call("GET", f"{base}/concepts"), 200).json["items"]
+    shared = next(c for c in listed if c["state"] == "active" and c["source_version_count"] == 2)
+    return notebook_id, shared
+
+
+def counting_sources(world: Any, base: str, concept_id: str) -> set[str]:
+    shown = world.call("GET", f"{base}/concepts/{concept_id}").json
+    return {c["source_version_id"] for c in shown["contributions"] if c["counts"]}
+
+
+def test_a_new_version_stops_the_old_ones_contributions_counting_before_it_is_published(world, contract) -> None:  # type: ignore[no-untyped-def]
+    notebook_id, shared = both_published(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    versions = {s["resource_id"]: s["active_version"]["id"] for s in world.call("GET", f"{base}/sources").json["items"]}
+    assert counting_sources(world, base, shared["id"]) == {versions[A], versions[B]}
+    tree = contract.check(world.call("POST", f"{base}/trees", json={"title": "DMCA", "nodes": [
+        {"key": "c", "parent": None, "kind": "concept", "concept_id": shared["id"]}]}), 201).json
+
+    forced = contract.check(world.call("POST", f"{base}/sources", json={"resource_id": B, "new_version": True}), 202).json
+    replaced = world.call("GET", f"{base}/events").json["items"][0]
+    assert (replaced["kind"], replaced["state"]) == ("source_replaced", "queued"), replaced
+    assert replaced["subject"] == {"source_id": forced["source"]["id"], "replaced_version_id": versions[B],
+                                   "version_id": forced["version"]["id"]}
+    with world.app.app_context():
+        assert process_event(replaced["id"]) == "done"
+
+    assert counting_sources(world, base, shared["id"]) <= {versions[A]}, "B's old notes feed nothing now"
+    asked = world.call("POST", f"{base}/ask", json={"question": QUESTION})
+    assert asked.status_code == 200, asked.json  # not SOURCE_CHANGED: nothing found rests on the old version
+    assert versions[B] not in {c["source_version_id"] for c in asked.json["citations"]}
+    concept = world.call("GET", f"{base}/concepts/{shared['id']}").json
+    pinned = world.call("GET", f"{base}/trees/{tree['id']}").json["nodes"][0]["concept_version_id"]
+    assert pinned == (concept["active_version"]["id"] if concept["state"] == "active" else None)
+
+    with inline_tasks(world), world.app.app_context():  # the new version's job, as a worker would run it
+        advance(forced["version"]["job"]["id"])
+    job = world.call("GET", f"{base}/jobs/{forced['version']['job']['id']}").json
+    assert job["state"] in ("completed", "completed_with_warnings"), job
+    assert counting_sources(world, base, shared["id"]) == {versions[A], forced["version"]["id"]}
+
+
+def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_otherwise_suspended(world, contract) -> None:  # type: ignore[no-untyped-def]
+    notebook_id, shared = both_published(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    tree = contract.check(world.call("POST", f"{base}/trees", json={"title": "DMCA", "nodes": [
+        {"key": "c", "parent": None, "kind": "concept", "concept_id": shared["id"]}]}), 201).json
+    svc = services_of(world)
+
+    def failing(title: str, inputs: list[Any]) -> list[dict]:
+        raise PipelineError("MODEL_UNAVAILABLE", "The model server did not answer.")
+
+    def rebuild_all() -> tuple[list[str], str]:
+        with svc.db.session() as session:
+            notebook = session.get(Notebook, notebook_id)
+            modules = session.scalars(select(KnowledgeModule).where(KnowledgeModule.concept_id == shared["id"]))
+            outcomes = [concepts.rebuild(session, module, failing) for module in modules]
+            concept = session.get(KnowledgeConcept, shared["id"])
+            assert concept.notebook_id == notebook.id
+            return outcomes, concepts.publish_concept(session, concept, None)
+
+    outcomes, published = rebuild_all()  # nothing changed: every version holds
+    assert set(outcomes) == {"unchanged"} and published == "unchanged"
+
+    source_b = next(s for s in world.call("GET", f"{base}/sources").json["items"] if s["resource_id"] == B)
+    contract.check(world.call("DELETE", f"{base}/sources/{source_b['id']}"), 200)  # its event waits: no worker
+    outcomes, published = rebuild_all()
+    assert "suspended" in outcomes and published == "suspended", (outcomes, published)
+    assert world.call("GET", f"{base}/concepts/{shared['id']}").json["state"] == "suspended"
+    found = world.call("GET", f"{base}/search", query_string={"q": shared["name"]}).json["items"]
+    assert shared["id"] not in {hit["id"] for hit in found}, "a suspended concept is out of the search"
+    assert world.call("GET", f"{base}/trees/{tree['id']}").json["nodes"][0]["concept_version_id"] is None
+
+    deleted = world.call("GET", f"{base}/events").json["items"][0]
+    assert deleted["kind"] == "source_deleted"
+    with world.app.app_context():  # the event rebuilds with the engine that works: maintenance done
+        assert process_event(deleted["id"]) == "done"
+    concept = world.call("GET", f"{base}/concepts/{shared['id']}").json
+    assert concept["state"] == "active", concept
+    assert world.call("GET", f"{base}/trees/{tree['id']}").json["nodes"][0]["concept_version_id"] == concept["active_version"]["id"]
