@@ -19,7 +19,17 @@ from app.extensions import services
 from app.http import bool_field, choice_field, int_field, json_object, paging, refuse_unknown_fields, string_field
 from app.services import knowledge_access as access
 from app.services import knowledge_answers, knowledge_approvals, knowledge_edits
-from app.services.knowledge_view import answer_json, hit_json, job_json, note_json, source_json, source_note_json, version_json
+from app.services.knowledge_view import (
+    answer_json,
+    hit_json,
+    job_json,
+    jobs_json,
+    note_json,
+    source_json,
+    source_note_json,
+    sources_json,
+    version_json,
+)
 from pipeline.knowledge.markdown import source_note_markdown
 from pipeline.knowledge.ask import MAX_HITS
 from pipeline.knowledge.edit import block_text_problem
@@ -54,8 +64,10 @@ def add(notebook_id: str):  # type: ignore[no-untyped-def]
             replaced, _ = events.enqueue(session, notebook, "source_replaced", {
                 "source_id": added.version.source_id, "replaced_version_id": added.replaced, "version_id": added.version.id,
             }, f"source_replaced:{added.version.id}")
-        shown = {"source": source_json(session, sources.get(session, notebook, added.version.source_id)),
-                 "version": version_json(session, added.version), "duplicate": added.duplicate}
+        source = source_json(session, sources.get(session, notebook, added.version.source_id))
+        active = source["active_version"]
+        version = active if active and active["id"] == added.version.id else version_json(session, added.version)
+        shown = {"source": source, "version": version, "duplicate": added.duplicate}
     if replaced is not None:
         send_event(replaced.id)
     if not added.duplicate and added.job is not None:
@@ -69,7 +81,7 @@ def listed(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return {"items": [source_json(session, s) for s in sources.of_notebook(session, notebook)], "can_write": principal.can_write}
+        return {"items": sources_json(session, sources.of_notebook(session, notebook)), "can_write": principal.can_write}
 
 
 @bp.get("/sources/<source_id>")
@@ -126,7 +138,7 @@ def jobs_listed(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.reader() as session:
         notebook = visible_notebook(session, current_principal(), notebook_id)
         found = jobs.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page)
-        return {"items": [job_json(session, job) for job in found], "page": page.page, "per_page": page.per_page}
+        return {"items": jobs_json(session, found), "page": page.page, "per_page": page.per_page}
 
 
 @bp.get("/jobs/<job_id>")

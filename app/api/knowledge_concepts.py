@@ -15,7 +15,7 @@ from app.errors import ApiError
 from app.extensions import services
 from app.http import json_object, paging, refuse_unknown_fields, string_field
 from app.services import knowledge_access as access
-from app.services.knowledge_concept_view import concept_json, concept_summary, event_json, tree_json
+from app.services.knowledge_concept_view import concept_json, concept_summaries, event_json, tree_json
 from pipeline.knowledge.trees import MAX_TITLE_CHARS, TreeError, checked_nodes
 from storage.knowledge import events, trees
 from storage.models import KnowledgeConcept, KnowledgeTree, in_notebook
@@ -29,7 +29,7 @@ def concepts_listed(notebook_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, current_principal(), notebook_id)
         found = session.scalars(select(KnowledgeConcept).where(in_notebook(KnowledgeConcept, notebook))
                                 .order_by(KnowledgeConcept.created_at, KnowledgeConcept.id))
-        return {"items": [concept_summary(session, concept) for concept in found]}
+        return {"items": concept_summaries(session, list(found))}
 
 
 @bp.get("/concepts/<concept_id>")

@@ -65,21 +65,20 @@ def answer(svc: Services, notebook_id: str, question: str, *, scope: str | None,
 
 def still_valid(session: Session, hits: list[Hit], composed: Composed, scope: str | None) -> bool:
     """Whether every hit is still active at the version it was found at and every cited page's
-    source version (and the scope) is still its source's current version."""
-    for hit in hits:
-        if hit.kind == NOTE:
-            note = session.get(KnowledgeNote, hit.id)
-            if note is None or note.state != "active" or note.active_version_id != hit.version_id:
-                return False
-        else:
-            concept = session.get(KnowledgeConcept, hit.id)
-            if concept is None or concept.state != "active" or concept.active_version_id != hit.version_id:
-                return False
+    source version (and the scope) is still its source's current version (one query each)."""
+    found: dict[str, dict[str, str | None]] = {NOTE: {}, CONCEPT: {}}
+    for kind, model in ((NOTE, KnowledgeNote), (CONCEPT, KnowledgeConcept)):
+        ids = [hit.id for hit in hits if hit.kind == kind]
+        if ids:
+            found[kind] = dict(session.execute(select(model.id, model.active_version_id).where(
+                model.id.in_(ids), model.state == "active")).all())
+    if any(found[hit.kind].get(hit.id) != hit.version_id for hit in hits):
+        return False
     versions = {citation.passage.source_version_id for citation in composed.citations}
     versions |= {passage.source_version_id for hit in hits if hit.kind == NOTE for passage in hit.passages}
     if scope is not None:
         versions.add(scope)
-    return all(sources.is_current(session, version_id) for version_id in versions)
+    return sources.current_among(session, versions) == versions
 
 
 def _check_scope(session: Session, notebook: Notebook, version_id: str) -> None:
@@ -113,12 +112,11 @@ def _notes(session: Session, notebook: Notebook, question: str, scope: str | Non
         .join(KnowledgeNoteVersion, KnowledgeNoteVersion.id == KnowledgeNote.active_version_id)
         .where(KnowledgeNote.id.in_([row.note_id for row in rows]))
     )}
-    hits = []
-    for row in rows:
-        note, version = found[row.note_id]
-        refs = [(note.source_version_id, item["block_ordinal"]) for item in version.evidence]
-        hits.append(Hit(NOTE, note.id, version.id, version.title, -row.rank, tuple(passages(session, refs))))
-    return hits
+    refs = {row.note_id: [(found[row.note_id][0].source_version_id, item["block_ordinal"])
+                          for item in found[row.note_id][1].evidence] for row in rows}
+    read = _passages_by_ref(session, [ref for listed in refs.values() for ref in listed])
+    return [Hit(NOTE, row.note_id, found[row.note_id][1].id, found[row.note_id][1].title, -row.rank,
+                tuple(read[ref] for ref in dict.fromkeys(refs[row.note_id]) if ref in read)) for row in rows]
 
 
 def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -> list[Hit]:
@@ -139,12 +137,11 @@ def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -
     scored.sort(key=lambda entry: (-entry[0], entry[1].created_at, entry[1].id))
     kept = scored[:limit]
     source_of = _note_sources(session, {point["note_id"] for _, _, _, points in kept for point in points})
-    hits = []
-    for score, concept, version, points in kept:
-        refs = [(source_of[point["note_id"]], item["block_ordinal"]) for point in points if point["note_id"] in source_of
-                for item in point["evidence"]]
-        hits.append(Hit(CONCEPT, concept.id, version.id, concept.name, score, tuple(passages(session, refs))))
-    return hits
+    refs = {concept.id: [(source_of[point["note_id"]], item["block_ordinal"]) for point in points
+                         if point["note_id"] in source_of for item in point["evidence"]] for _, concept, _, points in kept}
+    read = _passages_by_ref(session, [ref for listed in refs.values() for ref in listed])
+    return [Hit(CONCEPT, concept.id, version.id, concept.name, score,
+                tuple(read[ref] for ref in dict.fromkeys(refs[concept.id]) if ref in read)) for score, concept, version, _ in kept]
 
 
 def _module_bodies(session: Session, module_version_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -162,13 +159,20 @@ def _note_sources(session: Session, note_ids: set[str]) -> dict[str, str]:
 def passages(session: Session, refs: Iterable[tuple[str, int]]) -> list[Passage]:
     """The document blocks ``refs`` name (source version, ordinal), once each, in the order named."""
     wanted = list(dict.fromkeys(refs))
+    read = _passages_by_ref(session, wanted)
+    return [read[ref] for ref in wanted if ref in read]
+
+
+def _passages_by_ref(session: Session, refs: list[tuple[str, int]]) -> dict[tuple[str, int], Passage]:
+    """The blocks ``refs`` name, by ref, read in two queries (blocks, then their pages' labels)."""
+    wanted = set(refs)
     if not wanted:
-        return []
+        return {}
     versions = {version for version, _ in wanted}
     blocks = {(block.source_version_id, block.ordinal): block for block in session.scalars(select(KnowledgeBlock).where(
         KnowledgeBlock.source_version_id.in_(versions), KnowledgeBlock.ordinal.in_({ordinal for _, ordinal in wanted})))}
     labels = {(page.source_version_id, page.number): page.label for page in session.scalars(
-        select(KnowledgePage).where(KnowledgePage.source_version_id.in_(versions)))}
-    return [Passage(version, ordinal, blocks[(version, ordinal)].page, labels.get((version, blocks[(version, ordinal)].page)),
-                    blocks[(version, ordinal)].text)
-            for version, ordinal in wanted if (version, ordinal) in blocks]
+        select(KnowledgePage).where(KnowledgePage.source_version_id.in_(versions),
+                                    KnowledgePage.number.in_({block.page for block in blocks.values()})))}
+    return {ref: Passage(ref[0], ref[1], block.page, labels.get((ref[0], block.page)), block.text)
+            for ref, block in blocks.items() if ref in wanted}

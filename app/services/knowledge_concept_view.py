@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import distinct, func, select
 from sqlalchemy.orm import Session
 
 from app.services.knowledge_view import evidence_json
@@ -29,26 +29,39 @@ from storage.models import (
 )
 
 
-def concept_summary(session: Session, concept: KnowledgeConcept) -> dict[str, Any]:
-    version = session.get(KnowledgeConceptVersion, concept.active_version_id) if concept.active_version_id else None
-    modules = _modules(session, concept.id)
-    fed = session.scalars(select(KnowledgeContribution.source_version_id).where(
-        KnowledgeContribution.concept_id == concept.id, KnowledgeContribution.state == "valid")).all()
-    return {
-        "id": concept.id, "name": concept.name, "aliases": concept.aliases, "state": concept.state,
-        "created_at": iso(concept.created_at),
-        "active_version": {"id": version.id, "number": version.number, "created_at": iso(version.created_at)} if version else None,
-        "modules": [{"id": m.id, "key": m.key, "title": m.title, "state": m.state} for m in modules],
-        "source_version_count": len(set(fed)),
-    }
+def concept_summaries(session: Session, listed: list[KnowledgeConcept]) -> list[dict[str, Any]]:
+    """Concepts with their active version, modules and how many source versions feed them, in a
+    fixed number of queries however many concepts there are."""
+    ids = [c.id for c in listed]
+    versions = {v.id: v for v in session.scalars(select(KnowledgeConceptVersion).where(
+        KnowledgeConceptVersion.id.in_([c.active_version_id for c in listed if c.active_version_id])))}
+    modules: dict[str, list[KnowledgeModule]] = {concept_id: [] for concept_id in ids}
+    for module in _modules(session, ids):
+        modules[module.concept_id].append(module)
+    fed = dict(session.execute(select(
+        KnowledgeContribution.concept_id, func.count(distinct(KnowledgeContribution.source_version_id)),
+    ).where(KnowledgeContribution.concept_id.in_(ids), KnowledgeContribution.state == "valid")
+        .group_by(KnowledgeContribution.concept_id)).all())
+    shown = []
+    for concept in listed:
+        version = versions.get(concept.active_version_id or "")
+        shown.append({
+            "id": concept.id, "name": concept.name, "aliases": concept.aliases, "state": concept.state,
+            "created_at": iso(concept.created_at),
+            "active_version": {"id": version.id, "number": version.number, "created_at": iso(version.created_at)} if version else None,
+            "modules": [{"id": m.id, "key": m.key, "title": m.title, "state": m.state} for m in modules[concept.id]],
+            "source_version_count": fed.get(concept.id, 0),
+        })
+    return shown
 
 
 def concept_json(session: Session, notebook_id: str, concept: KnowledgeConcept) -> dict[str, Any]:
     """The concept with its modules' active bodies and every contribution."""
-    shown = concept_summary(session, concept)
-    versions = {m.id: session.get(KnowledgeModuleVersion, m.active_version_id) for m in _modules(session, concept.id)
-                if m.active_version_id}
-    counting = {c.contribution_id for m in _modules(session, concept.id) for c in concepts.valid_contributions(session, m.id)}
+    shown = concept_summaries(session, [concept])[0]
+    modules = _modules(session, [concept.id])
+    versions = {v.module_id: v for v in session.scalars(select(KnowledgeModuleVersion).where(
+        KnowledgeModuleVersion.id.in_([m.active_version_id for m in modules if m.active_version_id])))}
+    counting = {c.contribution_id for m in modules for c in concepts.valid_contributions(session, m.id)}
     sources_of = _source_versions(session, [p["note_id"] for v in versions.values() for p in v.body])
     for module in shown["modules"]:
         version = versions.get(module["id"])
@@ -86,8 +99,8 @@ def tree_json(session: Session, tree: KnowledgeTree) -> dict[str, Any]:
             "nodes": nodes}
 
 
-def _modules(session: Session, concept_id: str) -> list[KnowledgeModule]:
-    query = select(KnowledgeModule).where(KnowledgeModule.concept_id == concept_id)
+def _modules(session: Session, concept_ids: list[str]) -> list[KnowledgeModule]:
+    query = select(KnowledgeModule).where(KnowledgeModule.concept_id.in_(concept_ids))
     return list(session.scalars(query.order_by(KnowledgeModule.created_at, KnowledgeModule.id)))
 
 

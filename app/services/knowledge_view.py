@@ -25,43 +25,68 @@ from storage.models import (
 )
 
 
-def job_json(session: Session, job: KnowledgeJob | None) -> dict[str, Any] | None:
+def job_json(session: Session, job: KnowledgeJob | None, progress: jobs.Progress | None = None) -> dict[str, Any] | None:
+    """``progress``: the job's, when the caller counted several jobs' at once."""
     if job is None:
         return None
-    units = jobs.output(session, job.id, "plan")
-    total = len(units["units"]) if units else None
-    checked = jobs.outputs(session, job.id, "check")
+    units = progress or jobs.progress(session, [job.id]).get(job.id, jobs.Progress())
     return {
         "id": job.id, "source_version_id": job.source_version_id, "engine": job.engine, "state": job.state,
         "stage": job.stage, "stages": list(STAGES),
-        "units": {"total": total, "written": len(jobs.outputs(session, job.id, "write")), "checked": len(checked),
-                  "passed": sum(1 for c in checked.values() if not c["problems"])},
+        "units": {"total": units.total, "written": units.written, "checked": units.checked, "passed": units.passed},
         "warnings": job.warnings, "error": {"code": job.error_code, "message": job.error} if job.error_code else None,
         "created_at": iso(job.created_at), "started_at": iso(job.started_at), "finished_at": iso(job.finished_at),
     }
 
 
+def jobs_json(session: Session, found: list[KnowledgeJob]) -> list[dict[str, Any]]:
+    """Several jobs, their progress counted in one query."""
+    counted = jobs.progress(session, [job.id for job in found])
+    return [job_json(session, job, counted.get(job.id, jobs.Progress())) for job in found]  # type: ignore[misc]
+
+
 def version_json(session: Session, version: KnowledgeSourceVersion) -> dict[str, Any]:
-    source_note = session.scalar(select(KnowledgeSourceNote).where(KnowledgeSourceNote.source_version_id == version.id))
-    return {
-        "id": version.id, "number": version.number, "label": version.label, "content_hash": version.content_hash,
-        "page_count": version.page_count, "origin": version.origin, "created_at": iso(version.created_at),
-        "source_note_version_id": source_note.active_version_id if source_note else None,
-        "job": job_json(session, jobs.latest_of(session, version.id)),
-    }
+    return versions_json(session, [version])[0]
+
+
+def versions_json(session: Session, versions: list[KnowledgeSourceVersion]) -> list[dict[str, Any]]:
+    """Source versions with their source note and latest job, in a fixed number of queries."""
+    ids = [v.id for v in versions]
+    notes = dict(session.execute(select(KnowledgeSourceNote.source_version_id, KnowledgeSourceNote.active_version_id)
+                                 .where(KnowledgeSourceNote.source_version_id.in_(ids))).all())
+    latest = jobs.latest_of_each(session, ids)
+    counted = jobs.progress(session, [job.id for job in latest.values()])
+    return [{
+        "id": v.id, "number": v.number, "label": v.label, "content_hash": v.content_hash,
+        "page_count": v.page_count, "origin": v.origin, "created_at": iso(v.created_at),
+        "source_note_version_id": notes.get(v.id),
+        "job": job_json(session, latest[v.id], counted.get(latest[v.id].id, jobs.Progress())) if v.id in latest else None,
+    } for v in versions]
 
 
 def source_json(session: Session, source: KnowledgeSource, *, with_versions: bool = False) -> dict[str, Any]:
-    versions = sources.versions_of(session, source.id)
-    active = next((v for v in versions if v.id == source.active_version_id), None)
-    shown = {
-        "id": source.id, "resource_id": source.resource_id, "label": source.label, "state": source.state,
-        "created_at": iso(source.created_at), "deleted_at": iso(source.deleted_at),
-        "active_version": version_json(session, active) if active else None, "version_count": len(versions),
-    }
-    if with_versions:
-        shown["versions"] = [version_json(session, v) for v in versions]
-    return shown
+    return sources_json(session, [source], with_versions=with_versions)[0]
+
+
+def sources_json(session: Session, listed: list[KnowledgeSource], *, with_versions: bool = False) -> list[dict[str, Any]]:
+    """Sources with their active version (and every version, ``with_versions``), in a fixed
+    number of queries however many sources there are: the panel polls this list while a job runs."""
+    versions: dict[str, list[KnowledgeSourceVersion]] = {s.id: [] for s in listed}
+    for version in sources.versions_of_each(session, list(versions)):
+        versions[version.source_id].append(version)
+    wanted = [v for s in listed for v in versions[s.id] if with_versions or v.id == s.active_version_id]
+    shown = {v["id"]: v for v in versions_json(session, wanted)}
+    items = []
+    for source in listed:
+        item = {
+            "id": source.id, "resource_id": source.resource_id, "label": source.label, "state": source.state,
+            "created_at": iso(source.created_at), "deleted_at": iso(source.deleted_at),
+            "active_version": shown.get(source.active_version_id or ""), "version_count": len(versions[source.id]),
+        }
+        if with_versions:
+            item["versions"] = [shown[v.id] for v in versions[source.id]]
+        items.append(item)
+    return items
 
 
 def source_note_json(session: Session, notebook_id: str, snapshot: KnowledgeSourceNoteVersion) -> dict[str, Any]:

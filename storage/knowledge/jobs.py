@@ -7,10 +7,11 @@ and every later stage's, keeping the earlier ones.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import and_, case, delete, func, select
 from sqlalchemy.orm import Session
 
 from pipeline.knowledge.types import STAGES
@@ -38,6 +39,39 @@ def get(session: Session, notebook: Notebook, job_id: str) -> KnowledgeJob | Non
 def latest_of(session: Session, source_version_id: str) -> KnowledgeJob | None:
     query = select(KnowledgeJob).where(KnowledgeJob.source_version_id == source_version_id)
     return session.scalar(query.order_by(KnowledgeJob.created_at.desc(), KnowledgeJob.id).limit(1))
+
+
+def latest_of_each(session: Session, source_version_ids: list[str]) -> dict[str, KnowledgeJob]:
+    """``latest_of`` for several versions, in one query."""
+    query = select(KnowledgeJob).where(KnowledgeJob.source_version_id.in_(source_version_ids))
+    latest: dict[str, KnowledgeJob] = {}
+    for job in session.scalars(query.order_by(KnowledgeJob.created_at, KnowledgeJob.id.desc())):
+        latest[job.source_version_id] = job
+    return latest
+
+
+@dataclass(frozen=True)
+class Progress:
+    """How far a job's units are: planned (None before the plan), written, checked, passed."""
+
+    total: int | None = None
+    written: int = 0
+    checked: int = 0
+    passed: int = 0
+
+
+def progress(session: Session, job_ids: list[str]) -> dict[str, Progress]:
+    """Each job's ``Progress``, counted in the database in one query (a list polled every second
+    must not read every unit's note to count them)."""
+    out = KnowledgeStageOutput
+    rows = session.execute(select(
+        out.job_id,
+        func.max(case((out.stage == "plan", func.json_array_length(out.output, "$.units")))),
+        func.sum(case((out.stage == "write", 1), else_=0)),
+        func.sum(case((out.stage == "check", 1), else_=0)),
+        func.sum(case((and_(out.stage == "check", func.json_array_length(out.output, "$.problems") == 0), 1), else_=0)),
+    ).where(out.job_id.in_(job_ids), out.stage.in_(("plan", "write", "check"))).group_by(out.job_id))
+    return {job_id: Progress(total, written, checked, passed) for job_id, total, written, checked, passed in rows}
 
 
 def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0) -> list[KnowledgeJob]:

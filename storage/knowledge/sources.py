@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from storage.knowledge import jobs
@@ -99,8 +99,13 @@ def of_notebook(session: Session, notebook: Notebook) -> list[KnowledgeSource]:
 
 
 def versions_of(session: Session, source_id: str) -> list[KnowledgeSourceVersion]:
-    query = select(KnowledgeSourceVersion).where(KnowledgeSourceVersion.source_id == source_id)
-    return list(session.scalars(query.order_by(KnowledgeSourceVersion.number)))
+    return versions_of_each(session, [source_id])
+
+
+def versions_of_each(session: Session, source_ids: list[str]) -> list[KnowledgeSourceVersion]:
+    """The versions of every source named, each source's in number order."""
+    query = select(KnowledgeSourceVersion).where(KnowledgeSourceVersion.source_id.in_(source_ids))
+    return list(session.scalars(query.order_by(KnowledgeSourceVersion.source_id, KnowledgeSourceVersion.number)))
 
 
 def delete(session: Session, source: KnowledgeSource) -> list[KnowledgeJob]:
@@ -125,9 +130,15 @@ def restore(source: KnowledgeSource) -> None:
     source.state, source.deleted_at = "active", None
 
 
+def current_among(session: Session, version_ids: set[str]) -> set[str]:
+    """Which of ``version_ids`` are ``is_current``, in one query."""
+    if not version_ids:
+        return set()
+    return set(session.scalars(select(KnowledgeSource.active_version_id).where(
+        KnowledgeSource.active_version_id.in_(version_ids), KnowledgeSource.state == "active")))
+
+
 def is_current(session: Session, version_id: str) -> bool:
     """Whether ``version_id`` is the active version of a source that is not deleted: what every
     save re-checks (a publish after a deletion or a newer version must not land)."""
-    return session.scalar(select(func.count()).select_from(KnowledgeSource).where(
-        KnowledgeSource.active_version_id == version_id, KnowledgeSource.state == "active"
-    )) == 1
+    return version_id in current_among(session, {version_id})

@@ -3,7 +3,8 @@ the old version's contributions stop counting when the pointer moves (a ``source
 event), not when the new version is published, so a question asked meanwhile is answered from
 what is current instead of ``SOURCE_CHANGED`` again and again; a module whose builder fails keeps
 its version where its inputs still count and is otherwise suspended, with its concept, out of
-the search; trees pin no version of a concept withdrawn or suspended.
+the search; trees pin no version of a concept withdrawn or suspended. The lists the dashboard
+polls read in a fixed number of queries, however many sources and concepts there are.
 
 No worker runs in this world: messages run in the request that sends them inside
 ``inline_tasks``, and outside it the test runs a queued event or job itself."""
@@ -19,6 +20,7 @@ from test_openapi import Contract
 from pipeline.types import PipelineError
 from storage.knowledge import concepts
 from storage.models import KnowledgeConcept, KnowledgeModule, Notebook
+from support.statements import recorded_statements
 from support_api import services_of
 from tasks.knowledge import advance
 from tasks.knowledge import event as process_event
@@ -116,3 +118,34 @@ def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_other
     concept = world.call("GET", f"{base}/concepts/{shared['id']}").json
     assert concept["state"] == "active", concept
     assert world.call("GET", f"{base}/trees/{tree['id']}").json["nodes"][0]["concept_version_id"] == concept["active_version"]["id"]
+
+
+def test_the_polled_lists_read_in_a_fixed_number_of_queries(world, contract) -> None:  # type: ignore[no-untyped-def]
+    notebook_id = knowledge_notebook(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    engine = services_of(world).db.engine
+
+    def statements() -> dict[str, int]:
+        counted = {}
+        for listed in ("sources", "concepts", "jobs"):
+            with recorded_statements(engine) as run:
+                contract.check(world.call("GET", f"{base}/{listed}"), 200)
+            counted[listed] = len(run)
+        return counted
+
+    with inline_tasks(world):
+        contract.check(world.call("POST", f"{base}/sources", json={"resource_id": A}), 202)
+    one = statements()
+    with inline_tasks(world):
+        contract.check(world.call("POST", f"{base}/sources", json={"resource_id": B}), 202)
+    shown = {name: len(world.call("GET", f"{base}/{name}").json["items"]) for name in ("sources", "concepts", "jobs")}
+    assert shown["sources"] == 2 and shown["concepts"] >= 2 and shown["jobs"] == 2, shown
+    assert statements() == one, "a query per source, job or concept"
+
+    def asked(limit: int) -> tuple[int, int]:
+        with recorded_statements(engine) as run:
+            answered = contract.check(world.call("POST", f"{base}/ask", json={"question": QUESTION, "limit": limit}), 200).json
+        return len(answered["hits"]), len(run)
+
+    few, many = asked(2), asked(20)
+    assert few[0] < many[0] and few[1] == many[1], f"hits and statements: {few} then {many}"

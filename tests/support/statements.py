@@ -5,18 +5,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import event
+from sqlalchemy import Engine, event
 from sqlalchemy.orm import Session
 
 
 @contextmanager
-def recorded_statements(session: Session) -> Iterator[list[str]]:
+def recorded_statements(target: Session | Engine) -> Iterator[list[str]]:
+    """Every statement run on ``target``'s connection (a session's, or any of an engine's: what
+    the requests a test makes run)."""
     statements: list[str] = []
 
     def record(connection: Any, cursor: Any, statement: str, *rest: Any) -> None:
         statements.append(statement)
 
-    bind = session.get_bind()
+    bind = target.get_bind() if isinstance(target, Session) else target
     event.listen(bind, "before_cursor_execute", record)
     try:
         yield statements
