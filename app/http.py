@@ -140,6 +140,21 @@ class Paging:
     per_page: int
 
 
+def limit_arg(*, default: int, maximum: int) -> int:
+    """The query's ``limit``: an integer from 1 to ``maximum``, else ``BAD_LIMIT`` (a limit that is
+    no number is refused, not silently replaced by the default)."""
+    raw = request.args.get("limit")
+    if raw is None:
+        return default
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError(400, "BAD_LIMIT", "'limit' must be an integer.") from None
+    if not 1 <= limit <= maximum:
+        raise ApiError(400, "BAD_LIMIT", f"'limit' must be between 1 and {maximum}.")
+    return limit
+
+
 def paging(*, default_per_page: int = 50, max_per_page: int = 200) -> Paging:
     def _int(name: str, default: int) -> int:
         raw = request.args.get(name)

@@ -16,7 +16,7 @@ from app.api.access import visible_notebook
 from app.auth import current_principal, signed_in_person
 from app.errors import ApiError
 from app.extensions import services
-from app.http import bool_field, choice_field, int_field, json_object, paging, refuse_unknown_fields, string_field
+from app.http import bool_field, choice_field, int_field, json_object, limit_arg, paging, refuse_unknown_fields, string_field
 from app.services import knowledge_access as access
 from app.services import knowledge_answers, knowledge_approvals, knowledge_edits
 from app.services.knowledge_view import (
@@ -232,7 +232,7 @@ def search(notebook_id: str):  # type: ignore[no-untyped-def]
     question = (request.args.get("q") or "").strip()
     if not question or len(question) > MAX_QUESTION_CHARS:
         raise ApiError(400, "FIELD_INVALID", f"q must be 1 to {MAX_QUESTION_CHARS} characters.", field="q")
-    limit = min(max(request.args.get("limit", MAX_HITS, type=int), 1), MAX_HITS)
+    limit = limit_arg(default=MAX_HITS, maximum=MAX_HITS)
     with services().db.reader() as session:
         notebook = visible_notebook(session, current_principal(), notebook_id)
         hits = knowledge_answers.search(session, notebook, question, scope=request.args.get("source_version_id"), limit=limit)

@@ -10,6 +10,7 @@ from app.api.views import evidence_json
 from app.auth import current_principal
 from app.errors import ApiError
 from app.extensions import services
+from app.http import limit_arg
 from app.services.titles import chunk_title, record_titles
 from pipeline.citation_links import CiteTarget
 from pipeline.streaming.moments import TIME_PLACEHOLDER, moment_url
@@ -22,17 +23,6 @@ bp = Blueprint("search", __name__, url_prefix="/api/notebooks")
 MAX_QUERY_CHARS = 2000
 
 
-def _limit() -> int:
-    raw = request.args.get("limit", "10")
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise ApiError(400, "BAD_LIMIT", "'limit' must be an integer.") from None
-    if not 1 <= limit <= MAX_RESULTS:
-        raise ApiError(400, "BAD_LIMIT", f"'limit' must be between 1 and {MAX_RESULTS}.")
-    return limit
-
-
 @bp.get("/<notebook_id>/search")
 def search_notebook(notebook_id: str):  # type: ignore[no-untyped-def]
     principal = current_principal()
@@ -41,7 +31,7 @@ def search_notebook(notebook_id: str):  # type: ignore[no-untyped-def]
         raise ApiError(400, "QUERY_REQUIRED", "Pass the search text as 'q'.")
     if len(query) > MAX_QUERY_CHARS:
         raise ApiError(400, "QUERY_TOO_LONG", f"'q' is at most {MAX_QUERY_CHARS} characters.")
-    limit = _limit()
+    limit = limit_arg(default=10, maximum=MAX_RESULTS)
     svc = services()
     with svc.db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)

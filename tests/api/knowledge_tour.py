@@ -195,6 +195,8 @@ def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str
     check(call("PATCH", f"{base}/notes/{note['id']}/blocks/b1", json=stale), 409, "SOURCE_CHANGED")
     check(call("GET", f"{base}/notes/{note['id']}?version=nope"), 404, "NOTE_VERSION_NOT_FOUND")
     check(call("GET", f"{base}/search?q=copyright&source_version_id=nope"), 404, "KNOWLEDGE_SOURCE_VERSION_NOT_FOUND")
+    check(call("GET", f"{base}/search?q=copyright&limit=many"), 400, "BAD_LIMIT")
+    check(call("GET", f"{base}/search?q=copyright&limit=99"), 400, "BAD_LIMIT")
     check(call("GET", f"{base}/search?q=copyright&source_version_id={note['source_version_id']}"), 409, "SOURCE_CHANGED")
     params = {"note_id": other["note_id"], "expected_version_id": editable["version"]["id"], "block_key": "b1", "text": "x"}
     approval = check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": params}), 201).json
