@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 from browser_support import sign_in_with_token
 from playwright.sync_api import expect
@@ -21,6 +22,22 @@ def test_a_wrong_password_is_refused_and_signing_out_ends_the_session(service, o
     expect(page.get_by_text("alice (editor) · lab")).to_be_visible()
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(re.compile(r"/sign-in$"))
+    page.goto(f"{service.base_url}/notebooks")
+    expect(page).to_have_url(re.compile(r"/sign-in\?next="))
+
+
+def test_a_page_of_an_ended_session_goes_to_sign_in_without_an_uncaught_error(service, open_page) -> None:  # type: ignore[no-untyped-def]
+    """The page is served (the browser still holds the session's cookie) but its first call comes
+    back 401 and sends the browser to sign in; the page's start must wait for that, not throw (a
+    CI run caught the error when the sign-in page came slowly)."""
+    page = open_page("desktop", expected_errors=r"status of 401")
+    sign_in_with_token(page, service, service.alice_token)
+    expect(page.get_by_text("alice (editor) · lab")).to_be_visible()
+    ended = page.context.cookies()
+    page.get_by_role("button", name="Sign out").click()
+    expect(page).to_have_url(re.compile(r"/sign-in$"))
+    page.context.add_cookies(ended)  # the signed-out session's cookie, as a second tab would still send it
+    page.route(re.compile(r"/sign-in\?next="), lambda route: (time.sleep(1.5), route.continue_()))
     page.goto(f"{service.base_url}/notebooks")
     expect(page).to_have_url(re.compile(r"/sign-in\?next="))
 

@@ -5,6 +5,7 @@ import { byRole, h, pageError } from "./dom.js";
 /** Resolves to the session, or never (the browser is on its way to sign-in). */
 export async function startPage() {
   const session = await currentSession().catch((error) => {
+    if (error.status === 401) return new Promise(() => {});  // api() sends the browser to sign in
     pageError(error);
     throw error;
   });
