@@ -28,7 +28,6 @@ from app.services.knowledge_view import (
     source_json,
     source_note_json,
     sources_json,
-    version_json,
 )
 from pipeline.knowledge.markdown import source_note_markdown
 from pipeline.knowledge.ask import MAX_HITS
@@ -65,9 +64,7 @@ def add(notebook_id: str):  # type: ignore[no-untyped-def]
                 "source_id": added.version.source_id, "replaced_version_id": added.replaced, "version_id": added.version.id,
             }, f"source_replaced:{added.version.id}")
         source = source_json(session, sources.get(session, notebook, added.version.source_id))
-        active = source["active_version"]
-        version = active if active and active["id"] == added.version.id else version_json(session, added.version)
-        shown = {"source": source, "version": version, "duplicate": added.duplicate}
+        shown = {"source": source, "version": source["active_version"], "duplicate": added.duplicate}  # added or found: active
     if replaced is not None:
         send_event(replaced.id)
     if not added.duplicate and added.job is not None:

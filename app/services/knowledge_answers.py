@@ -12,7 +12,7 @@ quoting a page a person just deleted would pass stale knowledge off as current.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy import select, text
 from sqlalchemy.orm import Session
@@ -34,6 +34,8 @@ from storage.models import (
     Notebook,
     in_notebook,
 )
+
+Key = TypeVar("Key")
 
 # bm25 weights of the notes' columns: title, summary, body.
 _NOTE_COLUMNS = (4.0, 2.0, 1.0)
@@ -112,11 +114,10 @@ def _notes(session: Session, notebook: Notebook, question: str, scope: str | Non
         .join(KnowledgeNoteVersion, KnowledgeNoteVersion.id == KnowledgeNote.active_version_id)
         .where(KnowledgeNote.id.in_([row.note_id for row in rows]))
     )}
-    refs = {row.note_id: [(found[row.note_id][0].source_version_id, item["block_ordinal"])
-                          for item in found[row.note_id][1].evidence] for row in rows}
-    read = _passages_by_ref(session, [ref for listed in refs.values() for ref in listed])
-    return [Hit(NOTE, row.note_id, found[row.note_id][1].id, found[row.note_id][1].title, -row.rank,
-                tuple(read[ref] for ref in dict.fromkeys(refs[row.note_id]) if ref in read)) for row in rows]
+    read = _passages_of(session, {row.note_id: [(found[row.note_id][0].source_version_id, item["block_ordinal"])
+                                                for item in found[row.note_id][1].evidence] for row in rows})
+    return [Hit(NOTE, row.note_id, found[row.note_id][1].id, found[row.note_id][1].title, -row.rank, read[row.note_id])
+            for row in rows]
 
 
 def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -> list[Hit]:
@@ -137,11 +138,10 @@ def _concepts(session: Session, notebook: Notebook, question: str, limit: int) -
     scored.sort(key=lambda entry: (-entry[0], entry[1].created_at, entry[1].id))
     kept = scored[:limit]
     source_of = _note_sources(session, {point["note_id"] for _, _, _, points in kept for point in points})
-    refs = {concept.id: [(source_of[point["note_id"]], item["block_ordinal"]) for point in points
-                         if point["note_id"] in source_of for item in point["evidence"]] for _, concept, _, points in kept}
-    read = _passages_by_ref(session, [ref for listed in refs.values() for ref in listed])
-    return [Hit(CONCEPT, concept.id, version.id, concept.name, score,
-                tuple(read[ref] for ref in dict.fromkeys(refs[concept.id]) if ref in read)) for score, concept, version, _ in kept]
+    read = _passages_of(session, {concept.id: [(source_of[point["note_id"]], item["block_ordinal"]) for point in points
+                                               if point["note_id"] in source_of for item in point["evidence"]]
+                                  for _, concept, _, points in kept})
+    return [Hit(CONCEPT, concept.id, version.id, concept.name, score, read[concept.id]) for score, concept, version, _ in kept]
 
 
 def _module_bodies(session: Session, module_version_ids: set[str]) -> dict[str, list[dict[str, Any]]]:
@@ -158,14 +158,17 @@ def _note_sources(session: Session, note_ids: set[str]) -> dict[str, str]:
 
 def passages(session: Session, refs: Iterable[tuple[str, int]]) -> list[Passage]:
     """The document blocks ``refs`` name (source version, ordinal), once each, in the order named."""
-    wanted = list(dict.fromkeys(refs))
-    read = _passages_by_ref(session, wanted)
-    return [read[ref] for ref in wanted if ref in read]
+    return list(_passages_of(session, {"": list(refs)})[""])
 
 
-def _passages_by_ref(session: Session, refs: list[tuple[str, int]]) -> dict[tuple[str, int], Passage]:
-    """The blocks ``refs`` name, by ref, read in two queries (blocks, then their pages' labels)."""
-    wanted = set(refs)
+def _passages_of(session: Session, refs_by: dict[Key, list[tuple[str, int]]]) -> dict[Key, tuple[Passage, ...]]:
+    """For each key, the blocks its refs name, once each, in the order named; all of them read
+    in two queries (the blocks, then their pages' labels), however many keys there are."""
+    read = _passages_by_ref(session, {ref for refs in refs_by.values() for ref in refs})
+    return {key: tuple(read[ref] for ref in dict.fromkeys(refs) if ref in read) for key, refs in refs_by.items()}
+
+
+def _passages_by_ref(session: Session, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], Passage]:
     if not wanted:
         return {}
     versions = {version for version, _ in wanted}

@@ -45,10 +45,6 @@ def jobs_json(session: Session, found: list[KnowledgeJob]) -> list[dict[str, Any
     return [job_json(session, job, counted.get(job.id, jobs.Progress())) for job in found]  # type: ignore[misc]
 
 
-def version_json(session: Session, version: KnowledgeSourceVersion) -> dict[str, Any]:
-    return versions_json(session, [version])[0]
-
-
 def versions_json(session: Session, versions: list[KnowledgeSourceVersion]) -> list[dict[str, Any]]:
     """Source versions with their source note and latest job, in a fixed number of queries."""
     ids = [v.id for v in versions]
@@ -60,7 +56,7 @@ def versions_json(session: Session, versions: list[KnowledgeSourceVersion]) -> l
         "id": v.id, "number": v.number, "label": v.label, "content_hash": v.content_hash,
         "page_count": v.page_count, "origin": v.origin, "created_at": iso(v.created_at),
         "source_note_version_id": notes.get(v.id),
-        "job": job_json(session, latest[v.id], counted.get(latest[v.id].id, jobs.Progress())) if v.id in latest else None,
+        "job": job_json(session, job, counted.get(job.id, jobs.Progress())) if (job := latest.get(v.id)) else None,
     } for v in versions]
 
 

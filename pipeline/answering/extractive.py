@@ -1,11 +1,11 @@
 """The default answer engine: offline, deterministic, and unable to say anything a source does not.
 
 It searches the notebook with the question (a knowledge-mode turn searches the notebook's notes
-first and its documents only when the notes' passages do not answer), splits the best chunks into sentences and quotes the
-sentences that share the most (and the rarest) content terms with the question. Term weights are
-IDF over the retrieved chunks, so a word found in every retrieved chunk (the notebook's topic)
-counts little, and a question word found in *none* of them weighs the most: its absence is the
-clearest sign that the sources do not answer the question. A sentence's score is that weighted
+first, and its documents only when the notes' passages do not answer), splits the best chunks
+into sentences and quotes the sentences that share the most (and the rarest) content terms with
+the question. Term weights are IDF over the retrieved chunks, so a word found in every retrieved
+chunk (the notebook's topic) counts little, and a question word found in *none* of them weighs
+the most: its absence is the clearest sign that the sources do not answer the question. A sentence's score is that weighted
 coverage of the question, plus a small bonus for the retrieval rank of its chunk (the hybrid search
 saw more than single words: phrases and character n-grams). Chunks of a reference list (marked by
 the extractor) are never quoted, nor are captions and table-of-contents lines: a bibliography

@@ -1,9 +1,9 @@
 """Changes the concepts must follow, as durable events (docs/decisions/0021).
 
 An event is created in the transaction that made the change (a source note published, a note
-edited or deleted, a source deleted, restored or replaced by a new version), under an idempotency key that names the change
-itself: the same change asked twice is one event, and an event that is done is never processed
-again. A worker takes an event with a lease (``heartbeat_at`` says when it took it); the
+edited or deleted, a source deleted, restored or replaced by a new version), under an
+idempotency key that names the change itself: the same change asked twice is one event, and an
+event that is done is never processed again. A worker takes an event with a lease (``heartbeat_at`` says when it took it); the
 sweeper resends one whose lease lapsed.
 """
 from __future__ import annotations

@@ -37,12 +37,11 @@ def get(session: Session, notebook: Notebook, job_id: str) -> KnowledgeJob | Non
 
 
 def latest_of(session: Session, source_version_id: str) -> KnowledgeJob | None:
-    query = select(KnowledgeJob).where(KnowledgeJob.source_version_id == source_version_id)
-    return session.scalar(query.order_by(KnowledgeJob.created_at.desc(), KnowledgeJob.id).limit(1))
+    return latest_of_each(session, [source_version_id]).get(source_version_id)
 
 
 def latest_of_each(session: Session, source_version_ids: list[str]) -> dict[str, KnowledgeJob]:
-    """``latest_of`` for several versions, in one query."""
+    """Each version's latest job (the newest; of two at once, the smaller id), in one query."""
     query = select(KnowledgeJob).where(KnowledgeJob.source_version_id.in_(source_version_ids))
     latest: dict[str, KnowledgeJob] = {}
     for job in session.scalars(query.order_by(KnowledgeJob.created_at, KnowledgeJob.id.desc())):

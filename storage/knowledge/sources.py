@@ -5,8 +5,8 @@ version) returns that version and its latest job; ``new_version`` forces a new o
 member with other bytes becomes the next version of its source, and the source's pointer moves to
 it at once: the new version is what the source says now, so notes of the old one stop counting as
 current (their source note stays readable), and what they fed is withdrawn by a
-``source_replaced`` event (the caller enqueues it: ``Added.replaced``). A deleted source is nobody's duplicate: the same file
-added again is a new source with new notes.
+``source_replaced`` event (the caller enqueues it: ``Added.replaced``). A deleted source is
+nobody's duplicate: the same file added again is a new source with new notes.
 """
 from __future__ import annotations
 

@@ -172,7 +172,7 @@ export class KnowledgePanel {
   /** The block's text in a form: saving sends the version read, so an edit made meanwhile is refused, not lost. */
   blockEditor(note, block, view) {
     const error = h("p", { class: "form-error", role: "alert", hidden: true });
-    const text = h("textarea", { name: "text", rows: "5", maxlength: "8000", required: true, "aria-label": "Block text" });
+    const text = h("textarea", { name: "text", rows: "5", maxlength: "20000", required: true, "aria-label": "Block text" });
     text.value = block.text;
     const form = h("form", { class: "stack knowledge-block-editor", "data-block-key": block.key }, text, error,
       h("div", { class: "row-actions" },
