@@ -10,6 +10,13 @@ import pytest
 from support.services import CORPUS, fake_openai_server
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Without the corpus nearly every test fails on a missing file: say so once, up front."""
+    if not (CORPUS / "MANIFEST.md").is_file():
+        pytest.exit(f"No test corpus at {CORPUS}: check shared/ out beside the repository "
+                    "(shared/corpus), or point GNOSI_CORPUS_DIR at a corpus folder.", returncode=4)
+
+
 @pytest.fixture(scope="session")
 def corpus_dir() -> Path:
     """The shared corpus of real test files, read in place and never copied into the repo."""

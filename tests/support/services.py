@@ -23,7 +23,8 @@ from pathlib import Path
 
 
 REPO = Path(__file__).resolve().parents[2]
-CORPUS = REPO.parent / "shared" / "corpus"
+# The shared corpus beside the repository (DEVELOPERS.md), or where GNOSI_CORPUS_DIR says.
+CORPUS = Path(os.environ.get("GNOSI_CORPUS_DIR") or REPO.parent / "shared" / "corpus")
 FAKE_OPENAI_SERVER = REPO / "tests" / "support" / "fake_openai_server.py"
 
 

@@ -15,7 +15,6 @@ import json
 import sqlite3
 import sys
 from collections import defaultdict
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,8 +29,8 @@ from pipeline.extractors import extract
 from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
 from pipeline.types import Segment
+from support.services import CORPUS
 
-CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 SQUAD = CORPUS / "qa" / "squad_v1.1_dev"
 CANDIDATES = 100
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from pipeline.embedder import HashingEmbedder, embedder_from_name
-from support.services import require
+from support.services import CORPUS, require
 
-SQUAD = Path(__file__).resolve().parents[2].parent / "shared" / "corpus" / "qa" / "squad_v1.1_dev"
+SQUAD = CORPUS / "qa" / "squad_v1.1_dev"
 
 
 @pytest.fixture(scope="module")
