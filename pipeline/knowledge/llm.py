@@ -21,7 +21,6 @@ with no body, is ``LLM_BAD_RESPONSE``.
 """
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +29,7 @@ import regex
 
 from pipeline.answering.citations import locate_quote
 from pipeline.answering.openai_stream import ChatEndpoint
+from pipeline.knowledge import model_json as reply
 from pipeline.knowledge.checks import contains
 from pipeline.knowledge.prompts import NOTE_BLOCK_KINDS, judge_messages, writer_messages
 from pipeline.knowledge.types import Block, Claim, Evidence, NoteBlock, NoteDraft, ParsedDocument, UnitPlan
@@ -37,8 +37,6 @@ from pipeline.types import PipelineError
 
 log = logging.getLogger(__name__)
 
-# From the first fence to the last: a code block inside the note may carry fences of its own.
-_FENCE = regex.compile(r"```(?:json)?\s*(.*)```", regex.DOTALL | regex.IGNORECASE)
 # The punctuation a quote opens and closes with: "(MVP)." ends in ")."
 _OPENING = regex.compile(r"[^\p{L}\p{N}\s]*")
 _CLOSING = regex.compile(r"[^\p{L}\p{N}\s]*$")
@@ -79,12 +77,12 @@ class LLMNoteWriter:
         self.last_dropped = Dropped()
         window = _window(document, plan)
         max_tokens = min(_MAX_NOTE_TOKENS, _BASE_NOTE_TOKENS + sum(len(block.text) for block in window) // 2)
-        answer = _json_object(self.endpoint.complete(writer_messages(plan, window), max_tokens=max_tokens,
+        answer = reply.json_object(self.endpoint.complete(writer_messages(plan, window), max_tokens=max_tokens,
                                                      max_chars=max_tokens * _CHARS_PER_TOKEN))
         keys: dict[int, str] = {}  # a written block's position (from 1, as claims name it) -> its key
         blocks: list[NoteBlock] = []
-        for position, item in enumerate(_list(answer, "blocks"), start=1):
-            if text := _text(item, "text"):
+        for position, item in enumerate(reply.listed(answer, "blocks"), start=1):
+            if text := reply.text(item, "text"):
                 keys[position] = f"b{len(blocks) + 1}"
                 kind = item.get("kind") if item.get("kind") in NOTE_BLOCK_KINDS else "paragraph"
                 blocks.append(NoteBlock(keys[position], kind, text))
@@ -92,39 +90,39 @@ class LLMNoteWriter:
             raise PipelineError("LLM_BAD_RESPONSE", "The model wrote a note with no body.")
         claims: list[Claim] = []
         evidence: list[Evidence] = []
-        for item in _list(answer, "claims"):
+        for item in reply.listed(answer, "claims"):
             if (kept := self._claim(item, f"c{len(claims) + 1}", keys, window, document)) is not None:
                 claims.append(kept[0])
                 evidence.extend(kept[1])
         log.info("note %s: %d blocks and %d claims kept; %d evidence and %d claims dropped", plan.key,
                  len(blocks), len(claims), self.last_dropped.evidence, self.last_dropped.claims)
-        return NoteDraft(plan.key, _text(answer, "title") or plan.title, _text(answer, "summary"), blocks, claims,
+        return NoteDraft(plan.key, reply.text(answer, "title") or plan.title, reply.text(answer, "summary"), blocks, claims,
                          evidence, list(plan.asset_keys))
 
     def judge(self, document: ParsedDocument, plan: UnitPlan, draft: NoteDraft) -> tuple[str, ...]:
         """The judge's problems with ``draft`` (``()`` when it keeps to its plan). An answer that
         says "not ok" without a reason still counts: the note is not published unjudged."""
         messages = judge_messages(plan, _window(document, plan), draft)
-        answer = _json_object(self.endpoint.complete(messages, max_tokens=_JUDGE_TOKENS,
+        answer = reply.json_object(self.endpoint.complete(messages, max_tokens=_JUDGE_TOKENS,
                                                      max_chars=_JUDGE_TOKENS * _CHARS_PER_TOKEN))
         if not isinstance(answer.get("ok"), bool):
             raise PipelineError("LLM_BAD_RESPONSE", "The judge did not say whether the note is ok.")
         if answer["ok"]:
             return ()
-        problems = [text[:_MAX_PROBLEM_CHARS] for item in _list(answer, "problems")
+        problems = [text[:_MAX_PROBLEM_CHARS] for item in reply.listed(answer, "problems")
                     if isinstance(item, str) and (text := item.strip())]
         return tuple(problems[:_MAX_PROBLEMS]) or (_UNSAID,)
 
     def _claim(self, item: Any, key: str, blocks: dict[int, str], window: list[Block],
                document: ParsedDocument) -> tuple[Claim, list[Evidence]] | None:
         """The claim ``item`` with its checked evidence, or None (counted) when nothing holds it."""
-        block_key = blocks.get(_index(item.get("block"))) if isinstance(item, dict) else None
-        text = _text(item, "text")
+        block_key = blocks.get(reply.number(item.get("block"))) if isinstance(item, dict) else None
+        text = reply.text(item, "text")
         if block_key is None or not text:
             self.last_dropped.claims += 1
             return None
         cited: dict[tuple[int, str], Evidence] = {}
-        for entry in _list(item, "evidence"):
+        for entry in reply.listed(item, "evidence"):
             found = _quoted(entry, window)
             if found is None:
                 self.last_dropped.evidence += 1
@@ -146,8 +144,8 @@ def _window(document: ParsedDocument, plan: UnitPlan) -> list[Block]:
 
 def _quoted(entry: Any, window: list[Block]) -> tuple[Block, str] | None:
     """The window block an evidence names and the exact passage of it its quote was found at."""
-    ref = _index(entry.get("ref")) if isinstance(entry, dict) else None
-    quote = _text(entry, "quote")
+    ref = reply.number(entry.get("ref")) if isinstance(entry, dict) else None
+    quote = reply.text(entry, "quote")
     if ref is None or not 1 <= ref <= len(window) or not quote:
         return None
     block = window[ref - 1]
@@ -169,31 +167,3 @@ def _passage(text: str, quote: str, span: tuple[int, int]) -> str:
             break
         end += 1
     return text[start:end]
-
-
-def _json_object(answer: str) -> dict[str, Any]:
-    """The JSON object the model answered, bare or in a fence; anything else is a bad response."""
-    fenced = _FENCE.search(answer)
-    for candidate in [answer, *([fenced.group(1)] if fenced else [])]:
-        try:
-            value = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(value, dict):
-            return value
-    raise PipelineError("LLM_BAD_RESPONSE", f"The model did not answer the JSON object asked for: {answer[:100]!r}")
-
-
-def _index(value: Any) -> int | None:
-    """A 1-based number the model wrote, or None: JSON ``true`` is not the number 1."""
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _list(item: dict[str, Any], name: str) -> list[Any]:
-    value = item.get(name)
-    return value if isinstance(value, list) else []
-
-
-def _text(item: Any, name: str) -> str:
-    value = item.get(name) if isinstance(item, dict) else None
-    return value.strip() if isinstance(value, str) else ""
