@@ -23,7 +23,8 @@ from pipeline.answering.types import AnswerEngine
 from pipeline.catalogue import Catalogue
 from pipeline.embedder import Embedder, cosine_similarity, embedder_from_name
 from pipeline.fetch import FetchPolicy
-from pipeline.knowledge.concepts import OfflineConceptEngine
+from pipeline.knowledge.concept_llm import LLMConceptEngine
+from pipeline.knowledge.concepts import ConceptEngine, OfflineConceptEngine
 from pipeline.knowledge.llm import LLMNoteWriter
 from pipeline.knowledge.offline import OfflineNoteWriter
 from pipeline.knowledge.types import NoteWriter
@@ -149,9 +150,12 @@ class Services:
         return ExtractiveEngine(similarity=cosine_similarity(embedder) if embedder.semantic else None)
 
     @cached_property
-    def concept_engine(self) -> OfflineConceptEngine:
-        """What decides merges and writes modules: the offline engine (from shared key terms);
-        a model's merge decisions are the next step of issue #20."""
+    def concept_engine(self) -> ConceptEngine:
+        """What decides merges and writes modules: the configured model (chat's choice), else the
+        offline engine (from shared key terms). Either way code checks what it decides."""
+        settings = self.settings
+        if settings.llm_base_url:
+            return LLMConceptEngine(settings.llm_base_url, settings.llm_model, settings.llm_api_key, timeout=self._model_deadline)
         return OfflineConceptEngine()
 
     @property

@@ -14,6 +14,7 @@ stages and units are never computed again.
 from __future__ import annotations
 
 import logging
+import time
 
 from celery import Task, shared_task
 from sqlalchemy.orm import Session
@@ -23,7 +24,7 @@ from app.services import knowledge_concepts
 from app.services import knowledge_stages as stages
 from pipeline.types import PipelineError
 from storage.knowledge import events, jobs
-from storage.models import KnowledgeEvent, KnowledgeJob, Notebook
+from storage.models import KnowledgeEvent, KnowledgeJob
 from tasks.contract import reason
 from tasks.ingest import lease
 
@@ -127,27 +128,55 @@ def send_event(event_id: str) -> None:
     event.delay(event_id)
 
 
-@shared_task(name="knowledge.event")
-def event(event_id: str) -> str | None:
-    """Process one change event (once: a done event is left as it is), in one write transaction;
-    a failure ends it ``failed`` with its reason."""
+@shared_task(name="knowledge.event", bind=True, max_retries=MODEL_RETRIES)
+def event(self: Task, event_id: str) -> str | None:
+    """Process one change event (once: a done event is left as it is); a failure ends it
+    ``failed`` with its reason, after the retries a model that cannot be reached is given.
+    The event is claimed, processed and marked done in transactions of their own: a model's
+    decisions take seconds, and no write lock is held meanwhile (``knowledge_concepts``)."""
     svc = services()
     try:
         with svc.db.session() as session:
             found = session.get(KnowledgeEvent, event_id)
             if found is None or not events.claim(found, lease()):
                 return None
-            result = knowledge_concepts.process(session, session.get(Notebook, found.notebook_id), found, svc.concept_engine)
+            ref = knowledge_concepts.EventRef(found.id, found.notebook_id, found.kind, dict(found.subject))
+        result = knowledge_concepts.process(svc.db, ref, svc.concept_engine, _heartbeat(event_id))
+        with svc.db.session() as session:
+            found = session.get(KnowledgeEvent, event_id)
+            if found is None or found.state != "running":
+                return None
             events.done(found, result)
-        log.info("knowledge event %s (%s) processed: %s", event_id, found.kind, result)
+        log.info("knowledge event %s (%s) processed: %s", event_id, ref.kind, result)
         return "done"
-    except Exception as err:  # noqa: BLE001 (the contract: a failure has its reason, nothing half-stored)
+    except Exception as err:  # noqa: BLE001 (the contract: a failure has its reason)
+        if isinstance(err, PipelineError) and err.code == "LLM_UNAVAILABLE" and self.request.retries < MODEL_RETRIES:
+            raise self.retry(countdown=MODEL_RETRY_SECONDS * 2 ** self.request.retries) from err
         log.exception("knowledge event %s failed", event_id)
         with svc.db.session() as session:
             failed = session.get(KnowledgeEvent, event_id)
-            if failed is not None and failed.state in ("queued", "running"):  # the claim rolled back with the work
+            if failed is not None and failed.state in ("queued", "running"):
                 events.fail(failed, *reason("knowledge event", err))
         return None
+
+
+def _heartbeat(event_id: str) -> knowledge_concepts.Heartbeat:
+    """Renews the event's lease when a quarter of it has passed since the last renewal, so that
+    the sweeper does not resend an event a model is still working on (and costs nothing for the
+    offline engine, whose events end in milliseconds)."""
+    renewed = time.monotonic()
+
+    def beat() -> None:
+        nonlocal renewed
+        if time.monotonic() - renewed < lease().total_seconds() / 4:
+            return
+        with services().db.session() as session:
+            found = session.get(KnowledgeEvent, event_id)
+            if found is not None and found.state == "running":
+                events.claim(found, lease())
+        renewed = time.monotonic()
+
+    return beat
 
 
 def _running(session: Session, job_id: str) -> KnowledgeJob | None:

@@ -3,134 +3,225 @@
 - ``note_published``: each note of the source version is offered to the concept engine with at
   most ``MAX_CANDIDATES`` candidate concepts and the key terms notes of *other* sources share;
   the engine's decisions (at most ``MAX_DECISIONS``) are checked by code (``validate``) before any
-  is stored as a contribution. A concept a note founds on a shared term is fed by the other
+  is stored as a contribution. A concept a note founds on a shared term is offered to the other
   sources' notes that have the term too, so it is cross-source from its first version.
 - ``note_edited``/``note_deleted``: the note's contributions of other versions are withdrawn; an
   edited note's new version is offered as a published note is (a block a person rewrote lost its
   evidence, so it feeds nothing until its wording is evidenced again).
-- ``source_deleted``/``source_restored``/``source_replaced``: nothing to store; validity is read
+- ``source_deleted``/``source_restored``/``source_replaced``: nothing to decide; validity is read
   from the source (a replaced version's contributions stopped counting when its source's pointer
   moved to the new version, whose notes feed by their own ``note_published``).
 Then every module those touched is rebuilt from its valid contributions (an old version reused
 when its inputs match exactly), and each concept of theirs republished or withdrawn.
 
-An event runs in one write transaction: the offline engine takes milliseconds, and two events of
-one notebook must not rebuild one module at once.
+An engine may be a model that takes seconds a request, so it never works inside a write
+transaction (every writer of the database would wait on it): decisions are made on what one
+read saw, then stored in a short write transaction only if the notes and concepts they rest on
+are still what was read (else decided again), and a module is built from the contributions one
+transaction read and stored only if they are still its valid ones (else built again). What was
+stored stays stored: contributions are one per note version and module, and a module built from
+the same inputs is reused, so an event resent after a crash changes nothing twice.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.orm import Session
 
 from pipeline.knowledge.concepts import (
     Candidate,
+    ConceptEngine,
     Decision,
     NoteInput,
-    OfflineConceptEngine,
     candidates_for,
     key_terms,
     normalize_name,
     validate,
 )
+from pipeline.types import PipelineError
+from storage.db import Database
 from storage.knowledge import concepts, sources
-from storage.models import KnowledgeConcept, KnowledgeEvent, KnowledgeModule, KnowledgeNote, KnowledgeSourceVersion, Notebook
+from storage.models import KnowledgeConcept, KnowledgeModule, KnowledgeNote, KnowledgeSourceVersion, Notebook
 
 # Decisions that store nothing.
 _IDLE = ("no_change", "invalid", "conflict")
+# How often a decision or a build is made again because the notebook changed under it.
+MAX_TRIES = 3
+# A concept a note founds in this event, before it has an id.
+_FOUNDED = "founded:"
+
+Heartbeat = Callable[[], None]
 
 
-def process(session: Session, notebook: Notebook, event: KnowledgeEvent, engine: OfflineConceptEngine) -> dict[str, Any]:
-    """Apply ``event``; what changed, by module and by concept."""
-    subject = event.subject
+@dataclass(frozen=True)
+class EventRef:
+    """The event as its claim read it."""
+
+    id: str
+    notebook_id: str
+    kind: str
+    subject: dict[str, Any]
+
+
+@dataclass
+class _Reading:
+    """What one read saw: the notes to offer, the other sources' notes, the candidates, the
+    modules the event touches without a decision, and a digest of all a decision rests on."""
+
+    offered: list[NoteInput] = field(default_factory=list)
+    others: list[NoteInput] = field(default_factory=list)
+    candidates: list[Candidate] = field(default_factory=list)
+    touched: set[str] = field(default_factory=set)
+    digest: str = ""
+
+
+def process(db: Database, event: EventRef, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None) -> dict[str, Any]:
+    """Apply ``event``; what changed, by module and by concept. ``heartbeat`` is called after
+    each piece of an engine's work (the task renews its lease there)."""
     problems: list[str] = []
-    if event.kind == "note_published":
-        affected = _published(session, notebook, subject["source_version_id"], engine, problems)
-    elif event.kind in ("note_edited", "note_deleted"):
-        affected = _note_changed(session, notebook, subject["note_id"], engine, problems)
+    for _ in range(MAX_TRIES):
+        with db.reader() as session:
+            reading = _read(session, session.get(Notebook, event.notebook_id), event)
+        decided, found = _decide(reading, engine, heartbeat)
+        with db.session() as session:
+            notebook = session.get(Notebook, event.notebook_id)
+            if reading.offered and _read(session, notebook, event).digest != reading.digest:
+                continue  # a note or a concept changed while the engine decided: decide again
+            affected = reading.touched | _store(session, notebook, event, decided)
+            problems = found
+            break
     else:
-        versions = [v.id for v in sources.versions_of(session, subject["source_id"])]
-        affected = set(concepts.modules_fed_by(session, versions))
-    modules = {module_id: concepts.rebuild(session, session.get(KnowledgeModule, module_id), engine.build_module)
-               for module_id in sorted(affected)}
-    touched = sorted({session.get(KnowledgeModule, module_id).concept_id for module_id in modules})
-    published = {concept_id: concepts.publish_concept(session, session.get(KnowledgeConcept, concept_id), event.id)
-                 for concept_id in touched}
+        raise PipelineError("KNOWLEDGE_BUSY", f"The notebook's notes kept changing while {MAX_TRIES} decisions were made.")
+    modules = {module_id: rebuild_module(db, module_id, engine, heartbeat) for module_id in sorted(affected)}
+    with db.session() as session:
+        touched = sorted({session.get(KnowledgeModule, module_id).concept_id for module_id in modules})
+        published = {concept_id: concepts.publish_concept(session, session.get(KnowledgeConcept, concept_id), event.id)
+                     for concept_id in touched}
     return {"modules": modules, "concepts": published, "problems": problems[:20]}
 
 
-def _note_changed(session: Session, notebook: Notebook, note_id: str, engine: OfflineConceptEngine, problems: list[str]) -> set[str]:
-    """Follow the note as it is *now*, whatever version the event names: an event may arrive late
-    (a resend after a newer edit's event ran), and acting on its own version would withdraw the
-    current one's contributions. Every other version's contributions are withdrawn, and the
-    current version, if the note is still active, is offered as a published note is (a block a
-    person rewrote lost its evidence, so only evidenced blocks may feed)."""
-    note = session.get(KnowledgeNote, note_id)
-    current_version = note.active_version_id if note is not None and note.state == "active" else None
-    affected = set(concepts.withdraw_superseded(session, note_id, current_version))
+def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None) -> str:
+    """Rebuild one module from its valid contributions (``concepts.settle``/``store_body``): the
+    engine builds outside any transaction; a builder that fails (a model down, or one that wrote
+    nothing that holds) leaves the module kept or suspended, and a later event rebuilds it."""
+    for _ in range(MAX_TRIES):
+        with db.session() as session:
+            module = session.get(KnowledgeModule, module_id)
+            settled = concepts.settle(session, module)
+            if isinstance(settled, str):
+                return settled
+            title, concept = module.title, session.get(KnowledgeConcept, module.concept_id).name
+        try:
+            body = engine.build_module(title, settled, concept=concept)
+        except PipelineError:
+            body = []
+        heartbeat()
+        with db.session() as session:
+            outcome = concepts.store_body(session, session.get(KnowledgeModule, module_id), settled, body)
+            if outcome is not None:
+                return outcome
+    raise PipelineError("KNOWLEDGE_BUSY", f"Module {module_id}'s contributions kept changing while it was built.")
+
+
+def _read(session: Session, notebook: Notebook, event: EventRef) -> _Reading:
+    subject = event.subject
+    reading = _Reading()
     current = concepts.current_notes(session, notebook)
-    edited = [found for found in current if found.note_version_id == current_version]
-    if edited:
-        others = [found for found in current if found.source_version_id != edited[0].source_version_id]
-        affected |= _offer(session, notebook, edited, others, engine, problems)
-    return affected
+    if event.kind == "note_published":
+        version = session.get(KnowledgeSourceVersion, subject["source_version_id"])
+        superseded = [v.id for v in sources.versions_of(session, version.source_id) if v.id != version.id]
+        reading.touched = set(concepts.modules_fed_by(session, superseded))  # an older version's contributions stop counting
+        reading.offered = [note for note in current if note.source_version_id == version.id]
+    elif event.kind in ("note_edited", "note_deleted"):
+        # The note as it is *now*, whatever version the event names: an event may arrive late (a
+        # resend after a newer edit's event ran), and acting on its own version would withdraw
+        # the current one's contributions.
+        note = session.get(KnowledgeNote, subject["note_id"])
+        active = note.active_version_id if note is not None and note.state == "active" else None
+        reading.offered = [found for found in current if found.note_version_id == active]
+    else:
+        reading.touched = set(concepts.modules_fed_by(session, [v.id for v in sources.versions_of(session, subject["source_id"])]))
+    if reading.offered:
+        offered_source = reading.offered[0].source_version_id
+        reading.others = [note for note in current if note.source_version_id != offered_source]
+        reading.candidates = concepts.candidates(session, notebook)
+        reading.digest = _digest(current, reading.candidates)
+    return reading
 
 
-def _published(session: Session, notebook: Notebook, version_id: str, engine: OfflineConceptEngine, problems: list[str]) -> set[str]:
-    version = session.get(KnowledgeSourceVersion, version_id)
-    superseded = [v.id for v in sources.versions_of(session, version.source_id) if v.id != version_id]
-    affected = set(concepts.modules_fed_by(session, superseded))  # an older version's contributions stop counting
-    others = [note for note in concepts.current_notes(session, notebook) if note.source_version_id != version_id]
-    offered_notes = concepts.current_notes(session, notebook, source_version_ids=[version_id])
-    return affected | _offer(session, notebook, offered_notes, others, engine, problems)
-
-
-def _offer(
-    session: Session, notebook: Notebook, offered_notes: list[NoteInput], others: list[NoteInput], engine: OfflineConceptEngine,
-    problems: list[str],
-) -> set[str]:
-    """Offer each of ``offered_notes`` to the engine (``others``: the other sources' current
-    notes, whose terms a new concept must share); the modules fed."""
-    affected: set[str] = set()
-    terms_of = {note.note_id: {normalize_name(term) for term in key_terms(note)} for note in others}
+def _decide(reading: _Reading, engine: ConceptEngine, heartbeat: Heartbeat) -> tuple[list[tuple[NoteInput, Decision]], list[str]]:
+    """The engine's checked decisions for every offered note, then for the other sources' notes
+    that share the term of a concept an offered note founds (that concept their one candidate,
+    named ``founded:<name>`` until it is stored); and the problems found, for the event's result."""
+    terms_of = {note.note_id: {normalize_name(term) for term in key_terms(note)} for note in reading.others}
     shared = set().union(*terms_of.values()) if terms_of else set()
-    for note in offered_notes:
-        offered = candidates_for(note, concepts.candidates(session, notebook))
-        decisions, found = validate(note, offered, engine.decide(note, offered, shared))
-        problems.extend(f"{note.note_id}: {problem}" for problem in found)
-        for decision in decisions:
-            if decision.kind in _IDLE:
-                continue
-            module = _store(session, notebook, note, decision)
-            affected.add(module.id)
+    decided: list[tuple[NoteInput, Decision]] = []
+    problems: list[str] = []
+    founded: dict[str, Decision] = {}
+    for note in reading.offered:
+        offered = candidates_for(note, reading.candidates)
+        for decision in _checked(engine, note, offered, shared, problems, heartbeat):
+            decided.append((note, decision))
             if decision.kind == "new_concept":
-                affected |= _backfill(session, notebook, module, others, terms_of, engine)
+                founded.setdefault(normalize_name(decision.concept_name), decision)
+    for name, decision in founded.items():
+        placeholder = Candidate(_FOUNDED + name, decision.concept_name, (), (decision.module_key,))
+        for note in reading.others:
+            if name in terms_of[note.note_id]:
+                decided.extend((note, found) for found in _checked(engine, note, [placeholder], set(), problems, heartbeat)
+                               if found.concept_id == placeholder.concept_id)
+    return decided, problems
+
+
+def _checked(engine: ConceptEngine, note: NoteInput, offered: list[Candidate], shared: set[str], problems: list[str],
+             heartbeat: Heartbeat) -> list[Decision]:
+    """The engine's decisions for ``note`` that code accepts and that store something; what was
+    wrong with the others, and what a model flagged for review, become problems. A model whose
+    answer cannot be read decides nothing for this note (a problem too); one that cannot be
+    reached stops the event, which the task retries."""
+    try:
+        made = engine.decide(note, offered, shared)
+    except PipelineError as err:
+        if err.code == "LLM_UNAVAILABLE":
+            raise
+        problems.append(f"{note.note_id}: review: {err.message}")
+        return []
+    finally:
+        heartbeat()
+    decisions, found = validate(note, offered, made)
+    problems.extend(f"{note.note_id}: {problem}" for problem in found)
+    problems.extend(f"{note.note_id}: review ({d.kind}): {d.reason or 'no reason given'}" for d in decisions if d.kind in ("invalid", "conflict"))
+    return [decision for decision in decisions if decision.kind not in _IDLE]
+
+
+def _store(session: Session, notebook: Notebook, event: EventRef, decided: list[tuple[NoteInput, Decision]]) -> set[str]:
+    """Store the decided contributions (after withdrawing an edited or deleted note's superseded
+    ones); the modules fed or left."""
+    affected: set[str] = set()
+    if event.kind in ("note_edited", "note_deleted"):
+        note = session.get(KnowledgeNote, event.subject["note_id"])
+        active = note.active_version_id if note is not None and note.state == "active" else None
+        affected |= set(concepts.withdraw_superseded(session, event.subject["note_id"], active))
+    for note, decision in decided:
+        concept = None
+        if decision.concept_id is not None and not decision.concept_id.startswith(_FOUNDED):
+            concept = session.get(KnowledgeConcept, decision.concept_id)
+        if concept is None:  # a name already taken is the same concept: identities are never doubled
+            concept = concepts.concept_named(session, notebook, decision.concept_name) or concepts.create_concept(
+                session, notebook, decision.concept_name)
+        module = concepts.module_of(session, concept, decision.module_key, decision.module_title)
+        concepts.contribute(session, notebook, module, note, decision.block_keys, decision.kind)
+        affected.add(module.id)
     return affected
 
 
-def _store(session: Session, notebook: Notebook, note: NoteInput, decision: Decision) -> KnowledgeModule:
-    concept = session.get(KnowledgeConcept, decision.concept_id) if decision.concept_id else None
-    if concept is None:  # a name already taken is the same concept: identities are never doubled
-        concept = concepts.concept_named(session, notebook, decision.concept_name) or concepts.create_concept(
-            session, notebook, decision.concept_name)
-    module = concepts.module_of(session, concept, decision.module_key, decision.module_title)
-    concepts.contribute(session, notebook, module, note, decision.block_keys, decision.kind)
-    return module
-
-
-def _backfill(
-    session: Session, notebook: Notebook, module: KnowledgeModule, others: list[NoteInput],
-    terms_of: dict[str, set[str]], engine: OfflineConceptEngine,
-) -> set[str]:
-    """The other sources' notes that share a new concept's term feed it too (checked by code)."""
-    concept = session.get(KnowledgeConcept, module.concept_id)
-    offered = [Candidate(concept.id, concept.name, tuple(concept.aliases), (module.key,))]
-    fed = set()
-    for note in others:
-        if concept.normalized_name not in terms_of[note.note_id]:
-            continue
-        decisions, _ = validate(note, offered, engine.decide(note, offered, set()))
-        for decision in decisions:
-            if decision.kind not in _IDLE and decision.concept_id == concept.id:
-                fed.add(_store(session, notebook, note, decision).id)
-    return fed
+def _digest(current: list[NoteInput], candidates: list[Candidate]) -> str:
+    """What decisions rest on: every current note version and every concept with its names and
+    modules. Equal digests mean a decision made on the first read holds on the second."""
+    notes = sorted((note.note_id, note.note_version_id, note.source_version_id) for note in current)
+    named = [(c.concept_id, c.name, list(c.aliases), list(c.module_keys)) for c in candidates]
+    return hashlib.sha256(json.dumps([notes, named], separators=(",", ":")).encode()).hexdigest()

@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from pipeline.answering.sentences import content_terms
 from pipeline.knowledge.concept_terms import mentions, normalize_name, ranked_terms
@@ -72,7 +72,8 @@ class Candidate:
 @dataclass(frozen=True)
 class Decision:
     """What a note adds to one concept: ``kind`` is one of ``DECISION_KINDS``; ``concept_id`` is
-    None for a new concept; ``block_keys`` are the note's blocks the contribution uses."""
+    None for a new concept; ``block_keys`` are the note's blocks the contribution uses; ``reason``
+    is what a model said of an "invalid" or "conflict" decision, for a person to review."""
 
     kind: str
     concept_id: str | None
@@ -80,6 +81,7 @@ class Decision:
     module_key: str
     module_title: str
     block_keys: tuple[str, ...]
+    reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -123,6 +125,18 @@ def module_title(key: str) -> str:
     return key.replace("-", " ").replace("_", " ").strip().capitalize()
 
 
+class ConceptEngine(Protocol):
+    """What decides merges and writes modules: the offline engine, or a model's
+    (``pipeline.knowledge.concept_llm``). Whatever it answers, ``validate`` checks its decisions
+    and a module's points only ever quote or restate claims with evidence."""
+
+    name: str
+
+    def decide(self, note: NoteInput, candidates: list[Candidate], shared_terms: set[str]) -> list[Decision]: ...
+
+    def build_module(self, title: str, contributions: list[ContributionInput], *, concept: str = "") -> list[dict[str, Any]]: ...
+
+
 class OfflineConceptEngine:
     """Decisions from shared terms and modules that quote claims: deterministic, no model."""
 
@@ -134,7 +148,7 @@ class OfflineConceptEngine:
         source versions have) founds a new concept. Each decision selects the note's blocks that
         say the term and carry evidence; a term no such block says decides nothing."""
         texts = {block["key"]: normalize_name(block["text"]) for block in note.blocks}
-        evidenced = _evidenced_blocks(note)
+        evidenced = evidenced_blocks(note)
         decisions: list[Decision] = []
         taken: set[str] = set()
         for term in key_terms(note):
@@ -155,8 +169,8 @@ class OfflineConceptEngine:
                 break
         return decisions
 
-    def build_module(self, title: str, contributions: list[ContributionInput]) -> list[dict[str, Any]]:
-        """The module's points: each contribution's claims in its selected blocks that have
+    def build_module(self, title: str, contributions: list[ContributionInput], *, concept: str = "") -> list[dict[str, Any]]:
+        """The module's points (``concept``, its concept's name, is for a model's sake): each contribution's claims in its selected blocks that have
         evidence, quoted with it (a claim is a sentence of the document). A claim near-identical
         to one an earlier contribution made is quoted once. At most ``MAX_POINTS``, taken in
         turns from the contributions (claims saying ``title`` first), so that every source is
@@ -166,7 +180,7 @@ class OfflineConceptEngine:
         picks = []
         for number, contribution in enumerate(contributions):
             points = []
-            for position, point in _points(contribution):
+            for position, point in claim_points(contribution):
                 terms, text = frozenset(content_terms(point["text"])), fold(" ".join(point["text"].split()))
                 if any(text == other or _same(terms, kept) for kept, other in seen):
                     continue
@@ -190,7 +204,7 @@ def validate(note: NoteInput, candidates: list[Candidate], decisions: list[Decis
     by_id = {candidate.concept_id: candidate for candidate in candidates}
     named = {name: candidate.concept_id for candidate in candidates for name in _names(candidate)}
     known = {block["key"] for block in note.blocks}
-    evidenced = set(_evidenced_blocks(note))
+    evidenced = set(evidenced_blocks(note))
     kept: list[Decision] = []
     targets: set[tuple[str, str]] = set()
     for number, decision in enumerate(decisions[:MAX_DECISIONS], start=1):
@@ -213,7 +227,7 @@ def validate(note: NoteInput, candidates: list[Candidate], decisions: list[Decis
             continue
         targets.add(target)
         kept.append(Decision(decision.kind, decision.concept_id, decision.concept_name, decision.module_key,
-                             decision.module_title, blocks))
+                             decision.module_title, blocks, decision.reason))
     return kept, problems
 
 
@@ -266,14 +280,14 @@ def _evidence_by_claim(note: NoteInput) -> dict[str, list[dict[str, Any]]]:
     return found
 
 
-def _evidenced_blocks(note: NoteInput) -> list[str]:
+def evidenced_blocks(note: NoteInput) -> list[str]:
     """The note's blocks that state a claim with evidence, in the note's order."""
     evidence = _evidence_by_claim(note)
     stating = {claim["block_key"] for claim in note.claims if claim["key"] in evidence}
     return [block["key"] for block in note.blocks if block["key"] in stating]
 
 
-def _points(contribution: ContributionInput) -> list[tuple[tuple[int, int], dict[str, Any]]]:
+def claim_points(contribution: ContributionInput) -> list[tuple[tuple[int, int], dict[str, Any]]]:
     """The contribution's claims with evidence in its selected blocks, as module points with
     their position in the note (block, then claim)."""
     note = contribution.note

@@ -16,13 +16,12 @@ same arrangement; a tree showing a concept withdrawn or suspended pins no versio
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from pipeline.knowledge.concepts import Candidate, ContributionInput, NoteInput, inputs_key, normalize_name
-from pipeline.types import PipelineError
 from storage.knowledge.numbering import next_number
 from storage.models import (
     KnowledgeConcept,
@@ -40,9 +39,6 @@ from storage.models import (
     in_notebook,
     utcnow,
 )
-
-BuildModule = Callable[[str, list[ContributionInput]], list[dict]]
-
 
 def candidates(session: Session, notebook: Notebook) -> list[Candidate]:
     """The notebook's concepts that a note may feed (withdrawn ones included: a new contribution
@@ -154,10 +150,10 @@ def valid_contributions(session: Session, module_id: str) -> list[ContributionIn
             for c, note, version in rows]
 
 
-def rebuild(session: Session, module: KnowledgeModule, build: BuildModule) -> str:
-    """Rebuild ``module`` from its valid contributions; what happened: ``withdrawn``, ``reused``,
-    ``built``, ``kept`` (it could not be rebuilt, and its version still holds), ``suspended`` or
-    ``unchanged``."""
+def settle(session: Session, module: KnowledgeModule) -> str | list[ContributionInput]:
+    """What rebuilding ``module`` comes to without building: ``withdrawn`` (no valid
+    contribution), ``unchanged`` or ``reused`` (a version of these very inputs exists, now
+    active), each done; else the valid contributions a new version must be built from."""
     inputs = valid_contributions(session, module.id)
     if not inputs:
         changed = module.state != "withdrawn"
@@ -173,17 +169,28 @@ def rebuild(session: Session, module: KnowledgeModule, build: BuildModule) -> st
     if reused is not None:
         module.active_version_id, module.state = reused.id, "active"
         return "reused"
-    try:
-        body = build(module.title, inputs)
-    except PipelineError:
-        body = []
+    return inputs
+
+
+def store_body(session: Session, module: KnowledgeModule, inputs: list[ContributionInput], body: list[dict]) -> str | None:
+    """Store the body built from ``inputs`` (read in an earlier transaction, the builder having
+    worked holding no lock): ``built``; ``kept`` or ``suspended`` when there is no body (it could
+    not be rebuilt); None when the module's valid contributions are no longer ``inputs`` (a
+    change landed meanwhile: build again), or what ``settle`` says when another run got there
+    first."""
+    settled = settle(session, module)
+    if isinstance(settled, str):
+        return settled
+    if inputs_key(settled) != inputs_key(inputs):
+        return None
     if not body:
+        current = session.get(KnowledgeModuleVersion, module.active_version_id) if module.active_version_id else None
         holds = current is not None and set(current.contribution_ids) <= {c.contribution_id for c in inputs}
         module.state = "active" if holds else "suspended"
         return "kept" if holds else "suspended"
     version = KnowledgeModuleVersion(
         module_id=module.id, number=next_number(session, KnowledgeModuleVersion.number, KnowledgeModuleVersion.module_id == module.id),
-        body=body, inputs_key=key, contribution_ids=[c.contribution_id for c in inputs],
+        body=body, inputs_key=inputs_key(inputs), contribution_ids=[c.contribution_id for c in inputs],
     )
     session.add(version)
     session.flush()

@@ -17,6 +17,8 @@ from knowledge_tour import QUESTION, A, B, inline_tasks, knowledge_notebook
 from sqlalchemy import select
 from test_openapi import Contract
 
+from app.services import knowledge_concepts
+from pipeline.knowledge.concepts import OfflineConceptEngine
 from pipeline.types import PipelineError
 from storage.knowledge import concepts
 from storage.models import KnowledgeConcept, KnowledgeModule, Notebook
@@ -87,16 +89,17 @@ def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_other
         {"key": "c", "parent": None, "kind": "concept", "concept_id": shared["id"]}]}), 201).json
     svc = services_of(world)
 
-    def failing(title: str, inputs: list[Any]) -> list[dict]:
-        raise PipelineError("MODEL_UNAVAILABLE", "The model server did not answer.")
+    class Failing(OfflineConceptEngine):
+        def build_module(self, title: str, contributions: list[Any], *, concept: str = "") -> list[dict]:
+            raise PipelineError("LLM_UNAVAILABLE", "The model server did not answer.")
 
     def rebuild_all() -> tuple[list[str], str]:
+        with svc.db.reader() as session:
+            module_ids = list(session.scalars(select(KnowledgeModule.id).where(KnowledgeModule.concept_id == shared["id"])))
+        outcomes = [knowledge_concepts.rebuild_module(svc.db, module_id, Failing()) for module_id in module_ids]
         with svc.db.session() as session:
-            notebook = session.get(Notebook, notebook_id)
-            modules = session.scalars(select(KnowledgeModule).where(KnowledgeModule.concept_id == shared["id"]))
-            outcomes = [concepts.rebuild(session, module, failing) for module in modules]
             concept = session.get(KnowledgeConcept, shared["id"])
-            assert concept.notebook_id == notebook.id
+            assert concept.notebook_id == notebook_id
             return outcomes, concepts.publish_concept(session, concept, None)
 
     outcomes, published = rebuild_all()  # nothing changed: every version holds

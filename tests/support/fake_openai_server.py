@@ -29,7 +29,9 @@ A turn is an object with any of:
 For a knowledge note (its window is JSON in the user message, see ``pipeline.knowledge.prompts``),
 ``{unit_title}`` becomes the unit's title, ``{paragraph_sentence}`` the first sentence of the
 window's first paragraph (its first block when it has none), escaped for a JSON string, and
-``{paragraph_ref}`` that block's ``ref``.
+``{paragraph_ref}`` that block's ``ref``. For a concept module (its claims are JSON in the user
+message, see ``pipeline.knowledge.concept_prompts``), ``{claim:N}`` becomes the text of claim
+``ref`` N, escaped for a JSON string.
 """
 from __future__ import annotations
 
@@ -145,8 +147,10 @@ def _fill(template: str, body: dict[str, Any]) -> str:
         for placeholder, value in escaped.items():
             text = text.replace(placeholder, json.dumps(value)[1:-1])
         text = text.replace("{paragraph_ref}", str(paragraph.get("ref", 1)))
-    for ref, item in enumerate(_analysis_inputs(body.get("messages", [])), start=1):
+    for ref, item in enumerate(_user_items(body.get("messages", []), "inputs"), start=1):
         text = text.replace(f"{{sentence:{ref}}}", _first_sentence(item.get("text", "")))
+    for ref, item in enumerate(_user_items(body.get("messages", []), "claims"), start=1):
+        text = text.replace(f"{{claim:{ref}}}", json.dumps(str(item.get("text", "")))[1:-1])
     if "{chunk" not in text and "{analysis_id}" not in text and "{result:" not in text:
         return text
     found = _nested_dicts(_latest_tool_result(body.get("messages", [])))
@@ -183,8 +187,10 @@ def _nested_dicts(value: Any) -> list[dict[str, Any]]:
     return []
 
 
-def _analysis_inputs(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [item for item in _user_json(messages).get("inputs") or [] if isinstance(item, dict)]
+def _user_items(messages: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The objects listed under ``name`` in the user message's JSON (an analysis step's inputs,
+    a module's claims)."""
+    return [item for item in _user_json(messages).get(name) or [] if isinstance(item, dict)]
 
 
 def _user_json(messages: list[dict[str, Any]]) -> dict[str, Any]:
