@@ -24,6 +24,7 @@ from storage.knowledge import concepts
 from storage.models import KnowledgeConcept, KnowledgeModule, Notebook
 from support.statements import recorded_statements
 from support_api import services_of
+from tasks import knowledge as knowledge_tasks
 from tasks.knowledge import advance
 from tasks.knowledge import event as process_event
 
@@ -121,6 +122,57 @@ def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_other
     concept = world.call("GET", f"{base}/concepts/{shared['id']}").json
     assert concept["state"] == "active", concept
     assert world.call("GET", f"{base}/trees/{tree['id']}").json["nodes"][0]["concept_version_id"] == concept["active_version"]["id"]
+
+
+def test_a_module_built_while_its_sources_changed_is_not_stored_from_the_old_inputs(world, contract) -> None:  # type: ignore[no-untyped-def]
+    """The engine builds holding no lock (a model takes seconds): B is restored while the module
+    is being built from A alone, so what was built is stale; the A+B version it shows holds again."""
+    notebook_id, shared = both_published(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    svc = services_of(world)
+    source_b = next(s for s in world.call("GET", f"{base}/sources").json["items"] if s["resource_id"] == B)
+    with svc.db.reader() as session:
+        modules = {m.id: m.active_version_id for m in session.scalars(select(KnowledgeModule).where(KnowledgeModule.concept_id == shared["id"]))}
+    contract.check(world.call("DELETE", f"{base}/sources/{source_b['id']}"), 200)  # its event waits: no worker
+    built: list[set[str]] = []
+
+    class RestoringB(OfflineConceptEngine):
+        def build_module(self, title: str, contributions: list[Any], *, concept: str = "") -> list[dict]:
+            built.append({c.source_version_id for c in contributions})
+            contract.check(world.call("POST", f"{base}/sources/{source_b['id']}/restore"), 200)
+            return super().build_module(title, contributions, concept=concept)
+
+    outcomes = {module_id: knowledge_concepts.rebuild_module(svc.db, module_id, RestoringB()) for module_id in modules}
+    assert built and source_b["active_version"]["id"] not in set().union(*built), "built from A alone"
+    assert set(outcomes.values()) == {"unchanged"}, outcomes
+    with svc.db.reader() as session:
+        assert {m: session.get(KnowledgeModule, m).active_version_id for m in modules} == modules
+
+
+def test_decisions_are_made_again_when_the_concepts_change_while_the_engine_decides(world, contract, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    notebook_id = knowledge_notebook(world, contract)
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    svc = services_of(world)
+    with inline_tasks(world):
+        contract.check(world.call("POST", f"{base}/sources", json={"resource_id": A}), 202)
+        monkeypatch.setattr(knowledge_tasks, "send_event", lambda event_id: None)  # B's event is run below
+        contract.check(world.call("POST", f"{base}/sources", json={"resource_id": B}), 202)
+    event = world.call("GET", f"{base}/events").json["items"][0]
+    assert (event["kind"], event["state"]) == ("note_published", "queued")
+    decided: list[str] = []
+
+    class Racing(OfflineConceptEngine):
+        def decide(self, note: Any, candidates: Any, shared_terms: Any) -> Any:
+            if not decided:  # another event founds a concept meanwhile
+                with svc.db.session() as session:
+                    concepts.create_concept(session, session.get(Notebook, notebook_id), "Anti-circumvention")
+            decided.append(note.note_id)
+            return super().decide(note, candidates, shared_terms)
+
+    ref = knowledge_concepts.EventRef(event["id"], notebook_id, event["kind"], event["subject"])
+    result = knowledge_concepts.process(svc.db, ref, Racing())
+    assert decided.count(decided[0]) == 2, "the first round's decisions rest on concepts that changed: decided again"
+    assert result["modules"] and any(c["source_version_count"] == 2 for c in world.call("GET", f"{base}/concepts").json["items"])
 
 
 def test_the_polled_lists_read_in_a_fixed_number_of_queries(world, contract) -> None:  # type: ignore[no-untyped-def]
