@@ -22,6 +22,7 @@ from sqlalchemy.orm import Session
 from app.extensions import services
 from app.services import knowledge_concepts
 from app.services import knowledge_stages as stages
+from pipeline.knowledge.types import CheckResult, NoteDraft
 from pipeline.types import PipelineError
 from storage.knowledge import events, jobs
 from storage.models import KnowledgeEvent, KnowledgeJob
@@ -77,8 +78,8 @@ def advance(job_id: str, resend: bool = False) -> str | None:
 
 @shared_task(name="knowledge.unit", bind=True, max_retries=MODEL_RETRIES)
 def unit(self: Task, job_id: str, plan_key: str) -> bool:
-    """Write one unit's note and check it (once: a resent unit with a stored check stops), then
-    advance. A model that is down is waited for (``MODEL_RETRIES``) before the unit counts as not
+    """Write one unit's note, keep it, then check it (once: a resent unit with a stored check
+    stops, and one with a stored note is only checked), then advance. A model that is down is waited for (``MODEL_RETRIES``) before the unit counts as not
     written: a coverage note, as a note that fails its checks."""
     svc = services()
     try:
@@ -93,10 +94,19 @@ def unit(self: Task, job_id: str, plan_key: str) -> bool:
             engine = job.engine
         if plan is None:
             return False
-        draft, checked = stages.write_and_check(svc.note_writer(engine), document, plan, written)
+        writer = svc.note_writer(engine)
+        draft = NoteDraft.from_dict(written) if written is not None else stages.write(writer, document, plan)
+        if written is None and isinstance(draft, NoteDraft):
+            with svc.db.session() as session:  # kept at once, and the lease renewed, before the judge is asked
+                job = _running(session, job_id)
+                if job is None:
+                    return False
+                stages.store_written(session, job, plan_key, draft)
+                draft = NoteDraft.from_dict(jobs.output(session, job_id, "write", plan_key))  # another run's, if it stored first
+        checked = draft if isinstance(draft, CheckResult) else stages.check(writer, document, plan, draft)
         with svc.db.session() as session:
             job = _running(session, job_id)
-            stored = bool(job and stages.store_unit(session, job, plan_key, draft, checked))
+            stored = bool(job and stages.store_unit(session, job, plan_key, checked))
         log.info("knowledge job %s: unit %s computed, %s", job_id, plan_key, "stored" if stored else "discarded")
     except Exception as err:  # noqa: BLE001 (the contract: every failure has its reason)
         if not (isinstance(err, PipelineError) and err.code == "LLM_UNAVAILABLE"):
@@ -106,7 +116,7 @@ def unit(self: Task, job_id: str, plan_key: str) -> bool:
             raise self.retry(countdown=MODEL_RETRY_SECONDS * 2 ** self.request.retries) from err
         with svc.db.session() as session:  # down through every retry: the unit is left out, the job goes on
             job = _running(session, job_id)
-            stored = bool(job and stages.store_unit(session, job, plan_key, None, stages.unavailable(plan_key, err)))
+            stored = bool(job and stages.store_unit(session, job, plan_key, stages.unavailable(plan_key, err)))
     advance.delay(job_id)
     return stored
 

@@ -78,20 +78,19 @@ def store_stage(session: Session, job: KnowledgeJob, stage: str, produced: dict[
     return True
 
 
-def write_and_check(
-    writer: NoteWriter, document: ParsedDocument, plan: UnitPlan, written: dict[str, Any] | None,
-) -> tuple[NoteDraft | None, CheckResult]:
-    """One unit's note (written now, or as a run before stored it: a restart from ``check`` keeps
-    the notes) and its checks: the code's, then the judge's when the code found nothing."""
-    if written is not None:
-        draft = NoteDraft.from_dict(written)
-    else:
-        try:
-            draft = writer.write(document, plan)
-        except PipelineError as err:
-            if err.code == "LLM_UNAVAILABLE":
-                raise  # the task waits for the model rather than losing the unit
-            return None, CheckResult(plan.key, (f"not written: {err.message}",))
+def write(writer: NoteWriter, document: ParsedDocument, plan: UnitPlan) -> NoteDraft | CheckResult:
+    """One unit's note, or the coverage note saying why it could not be written (a model that
+    cannot be reached raises instead: the task waits for it rather than losing the unit)."""
+    try:
+        return writer.write(document, plan)
+    except PipelineError as err:
+        if err.code == "LLM_UNAVAILABLE":
+            raise
+        return CheckResult(plan.key, (f"not written: {err.message}",))
+
+
+def check(writer: NoteWriter, document: ParsedDocument, plan: UnitPlan, draft: NoteDraft) -> CheckResult:
+    """A written note's checks: the code's, then the judge's when the code found nothing."""
     checked = check_draft(document, plan, draft)
     if checked.ok and writer.name != OfflineNoteWriter.name:  # the offline writer has no judge
         try:
@@ -101,7 +100,7 @@ def write_and_check(
                 raise
             problems = (f"not judged: {err.message}",)  # unjudged is never published
         checked = CheckResult(plan.key, problems, judged_by=writer.name)
-    return draft, checked
+    return checked
 
 
 def unavailable(plan_key: str, err: PipelineError) -> CheckResult:
@@ -109,11 +108,16 @@ def unavailable(plan_key: str, err: PipelineError) -> CheckResult:
     return CheckResult(plan_key, (f"not written: {err.message}",))
 
 
-def store_unit(session: Session, job: KnowledgeJob, plan_key: str, draft: NoteDraft | None, checked: CheckResult) -> bool:
+def store_written(session: Session, job: KnowledgeJob, plan_key: str, draft: NoteDraft) -> bool:
+    """Keep a unit's note as soon as it is written, before its checks: a judge that fails or a
+    worker that dies then costs the judge's request again, not the writer's too."""
+    return job.stage in ("write", "check") and jobs.store(session, job.id, "write", draft.to_dict(), plan_key)
+
+
+def store_unit(session: Session, job: KnowledgeJob, plan_key: str, checked: CheckResult) -> bool:
+    """Keep a unit's checks (its note, if it has one, was kept when written): the unit is done."""
     if job.stage not in ("write", "check"):
         return False
-    if draft is not None:
-        jobs.store(session, job.id, "write", draft.to_dict(), plan_key)
     stored = jobs.store(session, job.id, "check", {"problems": list(checked.problems), "judged_by": checked.judged_by}, plan_key)
     if stored:
         job.attempts = 0

@@ -271,6 +271,23 @@ def test_a_judge_that_cannot_be_read_or_a_model_that_stays_down_leaves_units_out
     assert all(w["problems"][0].startswith("not judged: ") for w in job["warnings"])
 
 
+def test_a_judge_down_for_a_moment_is_asked_again_and_the_note_is_not_written_again(
+    launch: Callable[..., Instance], fake_server: Callable[[list[dict]], tuple[str, Path]], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Review finding: a unit's note was kept only with its checks, so a judge that could not be
+    reached had the retry write the note again (a second model request for nothing)."""
+    monkeypatch.setattr("tasks.knowledge.MODEL_RETRY_SECONDS", 0)
+    judge = {key: value for key, value in JUDGE_TURN.items() if key != "match"}
+    url, log = fake_server([WRITER_TURN, {"status": 503}, judge])  # the first judge request fails, the rest pass
+    instance = launch(GNOSI_LLM_BASE_URL=url, GNOSI_LLM_MODEL="fake-model")
+    notebook_id, _ = ingest(instance)
+    job = finished(instance, notebook_id, add(instance, notebook_id, "dmca").json["version"]["job"]["id"])
+    assert job["state"] == "completed" and job["units"]["passed"] == job["units"]["total"], job
+    systems = [json.loads(line)["messages"][0]["content"] for line in log.read_text().splitlines()]
+    assert sum(WRITER_TURN["match"] in system for system in systems) == job["units"]["total"], "each note written once"
+    assert sum(JUDGE_TURN["match"] in system for system in systems) == job["units"]["total"] + 1
+
+
 def test_a_model_down_through_every_retry_leaves_its_units_out(
     launch: Callable[..., Instance], fake_server: Callable[[list[dict]], tuple[str, Path]], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
