@@ -21,7 +21,7 @@ from storage.knowledge import events, note_index, notes, sources
 from storage.knowledge.numbering import next_number
 from storage.models import KnowledgeNote, KnowledgeNoteVersion, KnowledgeSourceNote, KnowledgeSourceNoteVersion, Notebook, utcnow
 
-UPDATED, UNCHANGED = "updated", "UNCHANGED"
+UPDATED, UNCHANGED = "UPDATED", "UNCHANGED"
 
 
 @dataclass(frozen=True)
@@ -70,7 +70,9 @@ def planned_edit(
     note = notes.get(session, notebook, note_id)
     if note is None:
         raise ApiError(404, "NOTE_NOT_FOUND", "No such note in this notebook.")
-    if note.state != "active" or not sources.is_current(session, note.source_version_id):
+    if note.state != "active":
+        raise ApiError(409, "NOTE_DELETED", "The note was deleted: it can be read, not edited.")
+    if not sources.is_current(session, note.source_version_id):
         raise ApiError(409, "SOURCE_CHANGED", "The note's source was deleted or has a newer version: this note is history now.")
     if note.active_version_id != expected_version_id:
         raise ApiError(409, "VERSION_CONFLICT", "The note has a newer version than the one you read: read it again.",

@@ -148,7 +148,7 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
         edited = check(call("PATCH", f"{base}/notes/{note['id']}/blocks/{block['key']}", json={
             "expected_version_id": note["version"]["id"], "text": "A block a person rewrote.",
         }), 200).json
-        assert edited["status"] == "updated" and edited["note"]["blocks"][0]["human_revised"], edited
+        assert edited["status"] == "UPDATED" and edited["note"]["blocks"][0]["human_revised"], edited
         approval = check(call("POST", f"{base}/approvals", json={"action": "edit_block", "params": {
             "note_id": note["id"], "expected_version_id": edited["note"]["version"]["id"], "block_key": block["key"],
             "text": "A block the agent rewrote.",
@@ -173,14 +173,16 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
         assert check(call("POST", f"{base}/sources/{source_b}/restore"), 200).json["state"] == "active"
         kinds = [e["kind"] for e in check(call("GET", f"{base}/events"), 200).json["items"]]
         assert kinds[:2] == ["source_restored", "source_deleted"], kinds
-    knowledge_errors(world, contract, notebook_id, job_id=job_id, note=note, source_b=source_b)
+    older = next(e for e in source_note["toc"] if e["note_id"] != note["id"])  # a note of A's first version
+    knowledge_errors(world, contract, notebook_id, job_id=job_id, note=note, source_b=source_b, older=older)
 
 
 def read_note(world: Any, contract: Any, base: str, note_id: str) -> dict[str, Any]:
     return contract.check(world.call("GET", f"{base}/notes/{note_id}"), 200).json
 
 
-def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str, note: dict[str, Any], source_b: str) -> None:
+def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str, note: dict[str, Any], source_b: str,
+                     older: dict[str, Any]) -> None:
     """What a caller can get wrong with knowledge it has: each its documented code."""
     call, check = world.call, contract.check
     base = f"/api/notebooks/{notebook_id}/knowledge"
@@ -192,7 +194,9 @@ def knowledge_errors(world: Any, contract: Any, notebook_id: str, *, job_id: str
     check(call("PATCH", f"{base}/notes/{other['note_id']}/blocks/b1", json=stale), 409, "VERSION_CONFLICT")
     check(call("PATCH", f"{base}/notes/{other['note_id']}/blocks/nope", json={
         "expected_version_id": editable["version"]["id"], "text": "x"}), 404, "BLOCK_NOT_FOUND")
-    check(call("PATCH", f"{base}/notes/{note['id']}/blocks/b1", json=stale), 409, "SOURCE_CHANGED")
+    check(call("PATCH", f"{base}/notes/{note['id']}/blocks/b1", json=stale), 409, "NOTE_DELETED")
+    check(call("PATCH", f"{base}/notes/{older['note_id']}/blocks/b1", json={
+        "expected_version_id": older["note_version_id"], "text": "Too late."}), 409, "SOURCE_CHANGED")
     check(call("GET", f"{base}/notes/{note['id']}?version=nope"), 404, "NOTE_VERSION_NOT_FOUND")
     check(call("GET", f"{base}/search?q=copyright&source_version_id=nope"), 404, "KNOWLEDGE_SOURCE_VERSION_NOT_FOUND")
     check(call("GET", f"{base}/search?q=copyright&limit=many"), 400, "BAD_LIMIT")

@@ -141,7 +141,7 @@ def test_a_person_edits_a_block_into_a_new_version_that_keeps_the_rest(both: tup
     block, before = note["edited_block"], note["version"]["id"]
     text = "Plainly put: a provider that only carries other people's traffic is not liable for it."
     edited = edit(instance, notebook_id, note["id"], block, before, text)
-    assert edited.status_code == 200 and edited.json["status"] == "updated", edited.json
+    assert edited.status_code == 200 and edited.json["status"] == "UPDATED", edited.json
     after = edited.json["note"]
     assert after["version"]["number"] == 2 and after["version"]["author"].startswith("user:")
     rewritten = next(b for b in after["blocks"] if b["key"] == block)
@@ -196,7 +196,7 @@ def test_the_agent_edits_only_with_a_one_time_approval_on_the_same_path(both: tu
     same = person("POST", f"{base}/{request(latest, 'A person changed this block first.')}/approve")
     assert same.status_code == 200 and same.json["status"] == "UNCHANGED"
     approved = person("POST", f"{base}/{request(latest, 'The agent made this block clearer.')}/approve")
-    assert approved.status_code == 200 and approved.json["status"] == "updated"
+    assert approved.status_code == 200 and approved.json["status"] == "UPDATED"
     assert approved.json["note"]["version"]["author"].startswith("agent:") and approved.json["note"]["version"]["number"] == 3
 
     bad = instance.call("POST", base, json={"action": "delete_note", "params": {}})
@@ -349,7 +349,7 @@ def test_the_chat_agent_reads_knowledge_freely_and_writes_only_with_the_persons_
     by_token = instance.call("POST", approval["approve_url"])
     assert by_token.status_code == 403 and by_token.json["code"] == "SIGN_IN_REQUIRED", "the agent's own credential cannot approve"
     approved = signed_in(instance.app, instance.lab.tokens["alice"])("POST", approval["approve_url"])
-    assert approved.status_code == 200 and approved.json["status"] == "updated", approved.get_json()
+    assert approved.status_code == 200 and approved.json["status"] == "UPDATED", approved.get_json()
     after = approved.json["note"]
     assert after["version"]["author"].startswith("agent:") and next(b for b in after["blocks"] if b["key"] == block)["text"] == clearer
     assert instance.call("GET", f"{base}/approvals").json["items"] == []

@@ -7,7 +7,7 @@
 import { api } from "./api.js";
 import { byRole, formatDate, h, showError } from "./dom.js";
 
-const OUTCOME = { updated: "The note was updated.", UNCHANGED: "The note already says this: nothing changed." };
+const OUTCOME = { UPDATED: "The note was updated.", UNCHANGED: "The note already says this: nothing changed." };
 
 export class ApprovalList {
   /** `changed()` is called after an approved edit, so the notes shown elsewhere are read again. */
