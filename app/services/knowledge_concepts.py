@@ -133,8 +133,9 @@ def _read(session: Session, notebook: Notebook, event: EventRef) -> _Reading:
     current = concepts.current_notes(session, notebook)
     if event.kind == "note_published":
         version = session.get(KnowledgeSourceVersion, subject["source_version_id"])
-        superseded = [v.id for v in sources.versions_of(session, version.source_id) if v.id != version.id]
-        reading.touched = set(concepts.modules_fed_by(session, superseded))  # an older version's contributions stop counting
+        # An older version's contributions stop counting, and so do the notes of this one that a
+        # publish again left out (``dropped``): every module the source fed is looked at.
+        reading.touched = set(concepts.modules_fed_by(session, [v.id for v in sources.versions_of(session, version.source_id)]))
         reading.offered = [note for note in current if note.source_version_id == version.id]
     elif event.kind in ("note_edited", "note_deleted"):
         # The note as it is *now*, whatever version the event names: an event may arrive late (a

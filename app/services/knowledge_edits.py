@@ -71,7 +71,8 @@ def planned_edit(
     if note is None:
         raise ApiError(404, "NOTE_NOT_FOUND", "No such note in this notebook.")
     if note.state != "active":
-        raise ApiError(409, "NOTE_DELETED", "The note was deleted: it can be read, not edited.")
+        raise ApiError(409, "NOTE_DELETED", "The note was deleted, or left out when its source note was made again: "
+                       "it can be read, not edited.")
     if not sources.is_current(session, note.source_version_id):
         raise ApiError(409, "SOURCE_CHANGED", "The note's source was deleted or has a newer version: this note is history now.")
     if note.active_version_id != expected_version_id:

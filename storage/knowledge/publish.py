@@ -6,7 +6,9 @@ the commit: a deletion or a newer version either came first (nothing is publishe
 Written together: the version's pages, blocks and figures (once), each unit's note and a new note
 version, the source note's new version pinning exactly those note versions in reading order, and
 the notes' full-text rows. A publish again (a restarted job) never writes over a person's work: a
-note someone edited keeps its version, one someone deleted stays out.
+note someone edited keeps its version, one someone deleted stays out; and a note an earlier
+publish made for a unit this one leaves out (planned or checked otherwise this time) is
+``dropped``: out of the search, and feeding no concept, as it is out of the source note.
 """
 from __future__ import annotations
 
@@ -43,8 +45,12 @@ def publish(
         if kept is False:
             continue
         note, version = kept or _note_version(session, job, plan.key, draft)
+        if note.state == "dropped":  # a person's note whose unit an earlier restart left out is back
+            note.state = "active"
+            note_index.index(session, note, version)
         toc.append({"title": version.title, "level": len(plan.path) or 1, "path": list(plan.path), "plan_key": plan.key,
                     "note_id": note.id, "note_version_id": version.id})
+    _drop_left_out(session, job, {entry["note_id"] for entry in toc})
     source_note = session.scalar(select(KnowledgeSourceNote).where(KnowledgeSourceNote.source_version_id == job.source_version_id))
     if source_note is None:
         source_note = KnowledgeSourceNote(vault_hash=job.vault_hash, workspace_id=job.workspace_id, notebook_id=job.notebook_id,
@@ -57,6 +63,15 @@ def publish(
     session.flush()
     source_note.active_version_id = snapshot.id
     return snapshot
+
+
+def _drop_left_out(session: Session, job: KnowledgeJob, published: set[str]) -> None:
+    """The version's active notes that this publish leaves out become ``dropped``."""
+    query = select(KnowledgeNote).where(KnowledgeNote.source_version_id == job.source_version_id, KnowledgeNote.state == "active")
+    for note in session.scalars(query):
+        if note.id not in published:
+            note.state = "dropped"
+            note_index.unindex(session, note.id)
 
 
 def _kept(session: Session, job: KnowledgeJob, plan_key: str) -> tuple[KnowledgeNote, KnowledgeNoteVersion] | bool | None:

@@ -19,6 +19,7 @@ from sqlalchemy import select
 from pipeline.extractors import extract
 from pipeline.knowledge.offline import OfflineNoteWriter
 from pipeline.knowledge.types import NoteDraft
+from pipeline.types import PipelineError
 from steps.conftest import wait_for
 from steps.test_task_contract import ingest
 from storage.models import KnowledgeBlock, KnowledgeJob, KnowledgeSourceNote
@@ -130,6 +131,44 @@ def test_a_restart_from_check_keeps_the_notes_and_from_write_writes_them_again(
     assert len(writes) == 2 * units
     snapshots = instance.read(lambda s: s.scalar(select(KnowledgeSourceNote)))
     assert snapshots is not None
+
+
+def test_a_unit_a_restart_leaves_out_leaves_the_search_and_feeds_nothing(
+    kb: tuple[Instance, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review finding: a restart that left a unit out kept that unit's note from the publish
+    before active: out of the source note, yet found by the search and counted by the concepts."""
+    instance, notebook_id = kb
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    job_id = add(instance, notebook_id, "dmca").json["version"]["job"]["id"]
+    assert finished(instance, notebook_id, job_id)["state"].startswith("completed")
+    source = instance.call("GET", f"{base}/sources").json["items"][0]
+    toc = instance.call("GET", f"{base}/source-notes/{source['active_version']['source_note_version_id']}").json["toc"]
+    left_out = toc[1]
+    found = instance.call("GET", f"{base}/search", query_string={"q": left_out["title"], "limit": 20}).json["items"]
+    assert left_out["note_id"] in {hit["id"] for hit in found}
+    real = OfflineNoteWriter.write
+
+    def failing(self: OfflineNoteWriter, document: Any, plan: Any) -> NoteDraft:
+        if plan.key == left_out["plan_key"]:
+            raise PipelineError("UNIT_UNREADABLE", "This unit could not be written this time.")
+        return real(self, document, plan)
+
+    monkeypatch.setattr(OfflineNoteWriter, "write", failing)
+    instance.call("POST", f"{base}/jobs/{job_id}/restart", json={"stage": "write"})
+    assert finished(instance, notebook_id, job_id)["state"] == "completed_with_warnings"
+    note = instance.call("GET", f"{base}/notes/{left_out['note_id']}").json
+    assert note["state"] == "dropped", note
+    found = instance.call("GET", f"{base}/search", query_string={"q": left_out["title"], "limit": 20}).json["items"]
+    assert left_out["note_id"] not in {hit["id"] for hit in found}
+    edit = instance.call("PATCH", f"{base}/notes/{note['id']}/blocks/{note['blocks'][0]['key']}",
+                         json={"expected_version_id": note["version"]["id"], "text": "Kept anyway."})
+    assert edit.status_code == 409 and edit.json["code"] == "NOTE_DELETED"
+
+    monkeypatch.setattr(OfflineNoteWriter, "write", real)  # written again: the unit is back
+    instance.call("POST", f"{base}/jobs/{job_id}/restart", json={"stage": "write"})
+    assert finished(instance, notebook_id, job_id)["state"] == "completed"
+    assert instance.call("GET", f"{base}/notes/{left_out['note_id']}").json["state"] == "active"
 
 
 def test_a_unit_that_fails_its_checks_is_left_out_with_a_coverage_note(
