@@ -89,7 +89,7 @@ def process(db: Database, event: EventRef, engine: ConceptEngine, heartbeat: Hea
         decided, found = _decide(reading, engine, heartbeat)
         with db.session() as session:
             notebook = session.get(Notebook, event.notebook_id)
-            if reading.offered and _read(session, notebook, event).digest != reading.digest:
+            if reading.offered and _digest(session, notebook) != reading.digest:
                 continue  # a note or a concept changed while the engine decided: decide again
             affected = reading.touched | _store(session, notebook, event, decided)
             problems = found
@@ -150,7 +150,7 @@ def _read(session: Session, notebook: Notebook, event: EventRef) -> _Reading:
         offered_source = reading.offered[0].source_version_id
         reading.others = [note for note in current if note.source_version_id != offered_source]
         reading.candidates = concepts.candidates(session, notebook)
-        reading.digest = _digest(current, reading.candidates)
+        reading.digest = _digest(session, notebook)
     return reading
 
 
@@ -220,9 +220,10 @@ def _store(session: Session, notebook: Notebook, event: EventRef, decided: list[
     return affected
 
 
-def _digest(current: list[NoteInput], candidates: list[Candidate]) -> str:
+def _digest(session: Session, notebook: Notebook) -> str:
     """What decisions rest on: every current note version and every concept with its names and
-    modules. Equal digests mean a decision made on the first read holds on the second."""
-    notes = sorted((note.note_id, note.note_version_id, note.source_version_id) for note in current)
-    named = [(c.concept_id, c.name, list(c.aliases), list(c.module_keys)) for c in candidates]
-    return hashlib.sha256(json.dumps([notes, named], separators=(",", ":")).encode()).hexdigest()
+    modules, read by ids and names only (it is read again inside the write transaction). Equal
+    digests mean a decision made on the first read holds on the second."""
+    named = [(c.concept_id, c.name, list(c.aliases), list(c.module_keys)) for c in concepts.candidates(session, notebook)]
+    state = [concepts.current_note_versions(session, notebook), named]
+    return hashlib.sha256(json.dumps(state, separators=(",", ":")).encode()).hexdigest()

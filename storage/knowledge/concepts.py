@@ -71,6 +71,17 @@ def current_notes(session: Session, notebook: Notebook, *, source_version_ids: I
     return [note_input(note, version) for note, version in session.execute(query.order_by(KnowledgeNote.source_version_id, KnowledgeNote.plan_key))]
 
 
+def current_note_versions(session: Session, notebook: Notebook) -> list[tuple[str, str, str]]:
+    """(note, active version, source version) of the notes ``current_notes`` would read, ids
+    only: what a decision rests on, cheap enough to read again inside a write transaction."""
+    query = (
+        select(KnowledgeNote.id, KnowledgeNote.active_version_id, KnowledgeNote.source_version_id)
+        .join(KnowledgeSource, KnowledgeSource.active_version_id == KnowledgeNote.source_version_id)
+        .where(in_notebook(KnowledgeNote, notebook), KnowledgeNote.state == "active", KnowledgeSource.state == "active")
+    )
+    return sorted(tuple(row) for row in session.execute(query))
+
+
 def concept_named(session: Session, notebook: Notebook, name: str) -> KnowledgeConcept | None:
     return session.scalar(select(KnowledgeConcept).where(
         in_notebook(KnowledgeConcept, notebook), KnowledgeConcept.normalized_name == normalize_name(name)
