@@ -96,7 +96,7 @@ def process(db: Database, event: EventRef, engine: ConceptEngine, heartbeat: Hea
             break
     else:
         raise PipelineError("KNOWLEDGE_BUSY", f"The notebook's notes kept changing while {MAX_TRIES} decisions were made.")
-    modules = {module_id: rebuild_module(db, module_id, engine, heartbeat) for module_id in sorted(affected)}
+    modules = {module_id: rebuild_module(db, module_id, engine, heartbeat, problems) for module_id in sorted(affected)}
     with db.session() as session:
         touched = sorted({session.get(KnowledgeModule, module_id).concept_id for module_id in modules})
         published = {concept_id: concepts.publish_concept(session, session.get(KnowledgeConcept, concept_id), event.id)
@@ -104,10 +104,12 @@ def process(db: Database, event: EventRef, engine: ConceptEngine, heartbeat: Hea
     return {"modules": modules, "concepts": published, "problems": problems[:20]}
 
 
-def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None) -> str:
+def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None,
+                   problems: list[str] | None = None) -> str:
     """Rebuild one module from its valid contributions (``concepts.settle``/``store_body``): the
-    engine builds outside any transaction; a builder that fails (a model down, or one that wrote
-    nothing that holds) leaves the module kept or suspended, and a later event rebuilds it."""
+    engine builds outside any transaction; a builder that fails (a model down, one that wrote
+    nothing that holds, a module its judge refused) leaves the module kept or suspended, and says
+    why in ``problems``; a later event rebuilds it."""
     for _ in range(MAX_TRIES):
         with db.session() as session:
             module = session.get(KnowledgeModule, module_id)
@@ -117,8 +119,10 @@ def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, heartbea
             title, concept = module.title, session.get(KnowledgeConcept, module.concept_id).name
         try:
             body = engine.build_module(title, settled, concept=concept)
-        except PipelineError:
+        except PipelineError as err:
             body = []
+            if problems is not None:
+                problems.append(f"module {module_id}: {err.message}")
         heartbeat()
         with db.session() as session:
             outcome = concepts.store_body(session, session.get(KnowledgeModule, module_id), settled, body)

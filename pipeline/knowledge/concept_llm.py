@@ -10,7 +10,8 @@ Nothing a model answers is taken on trust:
   words (the claim and its evidence snippets) support it lexically (chat's ``citations.supports``),
   and it carries that claim's evidence, so every point of a module still rests on a page. A point
   naming no claim, a second point on one claim, and an over-long one are dropped and counted
-  (``last_dropped``).
+  (``last_dropped``). Then a module judge (a second request) reads the points against their
+  claims; a module it refuses, or whose verdict cannot be read, is not published.
 Requests are bounded as the note writer's are (``ChatEndpoint.complete``). A transport failure is
 ``LLM_UNAVAILABLE``; an answer that is not the JSON asked for is ``LLM_BAD_RESPONSE``.
 """
@@ -24,7 +25,7 @@ import regex
 from pipeline.answering.citations import supports
 from pipeline.answering.openai_stream import ChatEndpoint
 from pipeline.knowledge import model_json as reply
-from pipeline.knowledge.concept_prompts import MAX_MODULE_CLAIMS, decide_messages, module_messages
+from pipeline.knowledge.concept_prompts import MAX_MODULE_CLAIMS, decide_messages, module_judge_messages, module_messages
 from pipeline.knowledge.concepts import (
     MAX_POINTS,
     Candidate,
@@ -34,10 +35,13 @@ from pipeline.knowledge.concepts import (
     claim_points,
     module_title,
 )
+from pipeline.types import PipelineError
 
 log = logging.getLogger(__name__)
 
 _DECIDE_TOKENS = 800
+_JUDGE_TOKENS = 800
+_UNSAID = "The judge found that the module does not hold to its claims, without saying why."
 _POINT_TOKENS = 120
 _CHARS_PER_TOKEN = 8
 # A point is one sentence restating a claim: a paragraph is not a point.
@@ -88,19 +92,32 @@ class LLMConceptEngine:
         answer = reply.json_object(self.endpoint.complete(module_messages(concept or title, title, offered, MAX_POINTS),
                                                           max_tokens=max_tokens, max_chars=max_tokens * _CHARS_PER_TOKEN))
         points: list[dict[str, Any]] = []
-        used: set[int] = set()
+        used: list[int] = []  # the claim each kept point restates, in order
         for item in reply.listed(answer, "points"):
             ref, text = reply.number(item.get("ref")) if isinstance(item, dict) else None, reply.text(item, "text")
             claim = offered[ref - 1][2] if ref is not None and 1 <= ref <= len(offered) and ref not in used else None
             if claim is None or not text or len(text) > MAX_POINT_CHARS or not supports(_words_of(claim), text):
                 self.last_dropped += 1
                 continue
-            used.add(ref)
+            used.append(ref)
             points.append({**claim, "text": text})
             if len(points) == MAX_POINTS:
                 break
         log.info("module %r: %d points kept, %d dropped", title, len(points), self.last_dropped)
+        if points:
+            self._judge(concept or title, title, offered, [(ref, point["text"]) for ref, point in zip(used, points, strict=True)])
         return points
+
+    def _judge(self, concept: str, title: str, offered: list[tuple[int, ContributionInput, dict[str, Any]]],
+               points: list[tuple[int, str]]) -> None:
+        """The module judge (the seed's): a second request reads the points against the claims
+        they restate; a module it refuses is not published (``MODULE_REFUSED``, with its problems),
+        nor one whose verdict cannot be read."""
+        answer = reply.json_object(self.endpoint.complete(module_judge_messages(concept, title, offered, points),
+                                                          max_tokens=_JUDGE_TOKENS, max_chars=_JUDGE_TOKENS * _CHARS_PER_TOKEN))
+        problems = reply.verdict(answer, "the module", _UNSAID)
+        if problems:
+            raise PipelineError("MODULE_REFUSED", "The module judge refused it: " + " ".join(problems))
 
 
 def _named(items: list[Any], ref: Any) -> Any:

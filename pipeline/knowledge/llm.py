@@ -47,9 +47,6 @@ _MAX_NOTE_TOKENS = 8192
 _JUDGE_TOKENS = 800
 # What is read: twice what the tokens asked for could fill at four characters a token.
 _CHARS_PER_TOKEN = 8
-# The judge's problems become coverage notes a person reads: a few sentences, not an essay.
-_MAX_PROBLEMS = 8
-_MAX_PROBLEM_CHARS = 300
 _UNSAID = "The judge found that the note does not keep to its unit, without saying why."
 
 
@@ -105,13 +102,7 @@ class LLMNoteWriter:
         messages = judge_messages(plan, _window(document, plan), draft)
         answer = reply.json_object(self.endpoint.complete(messages, max_tokens=_JUDGE_TOKENS,
                                                      max_chars=_JUDGE_TOKENS * _CHARS_PER_TOKEN))
-        if not isinstance(answer.get("ok"), bool):
-            raise PipelineError("LLM_BAD_RESPONSE", "The judge did not say whether the note is ok.")
-        if answer["ok"]:
-            return ()
-        problems = [text[:_MAX_PROBLEM_CHARS] for item in reply.listed(answer, "problems")
-                    if isinstance(item, str) and (text := item.strip())]
-        return tuple(problems[:_MAX_PROBLEMS]) or (_UNSAID,)
+        return reply.verdict(answer, "the note", _UNSAID)
 
     def _claim(self, item: Any, key: str, blocks: dict[int, str], window: list[Block],
                document: ParsedDocument) -> tuple[Claim, list[Evidence]] | None:

@@ -9,6 +9,9 @@ import regex
 
 from pipeline.types import PipelineError
 
+# A judge's problems become notes a person reads: a few sentences, not an essay.
+_MAX_PROBLEMS = 8
+_MAX_PROBLEM_CHARS = 300
 # From the first fence to the last: a code block inside the answer may carry fences of its own.
 _FENCE = regex.compile(r"```(?:json)?\s*(.*)```", regex.DOTALL | regex.IGNORECASE)
 
@@ -39,3 +42,15 @@ def listed(item: Any, name: str) -> list[Any]:
 def text(item: Any, name: str) -> str:
     value = item.get(name) if isinstance(item, dict) else None
     return value.strip() if isinstance(value, str) else ""
+
+
+def verdict(answer: dict[str, Any], judged: str, unsaid: str) -> tuple[str, ...]:
+    """A judge's ``{"ok": bool, "problems": [...]}``: ``()`` when ok, else its problems (``unsaid``
+    when it gave none: "not ok" still counts, nothing is published unjudged); an answer without
+    ``ok`` is a bad response."""
+    if not isinstance(answer.get("ok"), bool):
+        raise PipelineError("LLM_BAD_RESPONSE", f"The judge did not say whether {judged} is ok.")
+    if answer["ok"]:
+        return ()
+    problems = [said[:_MAX_PROBLEM_CHARS] for item in listed(answer, "problems") if isinstance(item, str) and (said := item.strip())]
+    return tuple(problems[:_MAX_PROBLEMS]) or (unsaid,)

@@ -94,10 +94,12 @@ def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_other
         def build_module(self, title: str, contributions: list[Any], *, concept: str = "") -> list[dict]:
             raise PipelineError("LLM_UNAVAILABLE", "The model server did not answer.")
 
+    problems: list[str] = []
+
     def rebuild_all() -> tuple[list[str], str]:
         with svc.db.reader() as session:
             module_ids = list(session.scalars(select(KnowledgeModule.id).where(KnowledgeModule.concept_id == shared["id"])))
-        outcomes = [knowledge_concepts.rebuild_module(svc.db, module_id, Failing()) for module_id in module_ids]
+        outcomes = [knowledge_concepts.rebuild_module(svc.db, module_id, Failing(), problems=problems) for module_id in module_ids]
         with svc.db.session() as session:
             concept = session.get(KnowledgeConcept, shared["id"])
             assert concept.notebook_id == notebook_id
@@ -110,6 +112,7 @@ def test_a_module_that_cannot_be_rebuilt_keeps_a_version_that_holds_and_is_other
     contract.check(world.call("DELETE", f"{base}/sources/{source_b['id']}"), 200)  # its event waits: no worker
     outcomes, published = rebuild_all()
     assert "suspended" in outcomes and published == "suspended", (outcomes, published)
+    assert problems and all(p.endswith("The model server did not answer.") for p in problems), "the event says why"
     assert world.call("GET", f"{base}/concepts/{shared['id']}").json["state"] == "suspended"
     found = world.call("GET", f"{base}/search", query_string={"q": shared["name"]}).json["items"]
     assert shared["id"] not in {hit["id"] for hit in found}, "a suspended concept is out of the search"

@@ -29,6 +29,7 @@ DECIDE_TURN = {"match": DECIDE, "piece_chars": 12, "delay": 0.1, "text": json.du
 MODULE_TURN = {"match": "You write one module", "text": json.dumps({"points": [
     {"text": "{claim:1}", "ref": 1}, {"text": "{claim:2}", "ref": 2},
     {"text": "Every service provider must register with the Library of Congress by 1999.", "ref": 1}]})}
+MODULE_JUDGE_TURN = {"match": "You check one module", "text": '{"ok": true, "problems": []}'}
 
 
 def requests(log: Path, match: str) -> int:
@@ -45,7 +46,7 @@ def concept(instance: Instance, notebook_id: str) -> dict[str, Any]:
 def test_a_model_decides_the_concepts_and_writes_their_modules_from_claims_with_pages(
     launch: Callable[..., Instance], fake_server: Callable[[list[dict]], tuple[str, Path]]
 ) -> None:
-    url, log = fake_server([WRITER_TURN, JUDGE_TURN, DECIDE_TURN, MODULE_TURN])
+    url, log = fake_server([WRITER_TURN, JUDGE_TURN, DECIDE_TURN, MODULE_TURN, MODULE_JUDGE_TURN])
     instance = launch(GNOSI_LLM_BASE_URL=url, GNOSI_LLM_MODEL="fake-model")
     instance.lab.vault.pdf_pages_record(A, "dmca.pdf", range(0, 9), title="The DMCA: titles I and II")
     instance.lab.vault.pdf_pages_record(B, "dmca.pdf", range(9, 18), title="The DMCA: titles III to V")
@@ -73,7 +74,7 @@ def test_a_model_decides_the_concepts_and_writes_their_modules_from_claims_with_
     assert len(points) == 2 and all((p["note_id"], p["text"]) in claims for p in points), "each point restates a claim"
     assert all(e["page"] and e["file_url"].endswith(f"#page={e['page']}") for p in points for e in p["evidence"])
     assert "Library of Congress" not in json.dumps(points), "the unsupported point was dropped"
-    assert requests(log, DECIDE) >= 2 and requests(log, "You write one module") >= 2
+    assert requests(log, DECIDE) >= 2 and requests(log, "You write one module") == requests(log, "You check one module") >= 2
 
     instance.call("DELETE", f"/api/notebooks/{notebook_id}/knowledge/sources/{b}")
     settled(instance)

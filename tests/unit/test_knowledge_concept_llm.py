@@ -2,7 +2,8 @@
 notes of test_knowledge_concepts (real SQuAD text): a model's decisions name only what it was
 shown, by number, and code drops every decision that names something else; a module's points
 each restate one claim that supports them and carry that claim's evidence, and an invented or
-unsupported point is dropped and counted, as chat drops an invented citation."""
+unsupported point is dropped and counted, as chat drops an invented citation; a module its judge
+refuses is not published."""
 from __future__ import annotations
 
 import json
@@ -17,6 +18,7 @@ from pipeline.types import PipelineError
 from unit.test_knowledge_concepts import shared, source_a, source_b, source_c
 
 Script = Callable[[list[dict]], tuple[str, Path]]
+JUDGE_OK = {"match": "You check one module", "text": '{"ok": true, "problems": []}'}
 COMPLEXITY = Candidate("concept-complexity", "Computational problem", ("computational problems",), ("overview", "examples"))
 OIL = Candidate("concept-oil", "Oil crisis", (), ("overview",))
 
@@ -72,7 +74,7 @@ def test_a_module_keeps_each_point_that_its_claim_supports_with_that_claims_evid
         {"text": "A claim that was never offered.", "ref": 99},
         {"text": "No number at all."},
     ]}
-    url, log = fake_server([{"text": json.dumps(points)}])
+    url, log = fake_server([{"text": json.dumps(points)}, JUDGE_OK])
     model = engine(url)
     body = model.build_module("Overview", inputs, concept="Computational problem")
 
@@ -82,6 +84,18 @@ def test_a_module_keeps_each_point_that_its_claim_supports_with_that_claims_evid
     assert model.last_dropped == 4
     sent = json.loads(requests(log)[0]["messages"][1]["content"])
     assert sent["concept"] == "Computational problem" and {c["source"] for c in sent["claims"]} == {1, 2}
+    judged = json.loads(requests(log)[1]["messages"][1]["content"])
+    assert judged["points"] == [{"ref": 1, "text": first_a["text"]}, {"ref": 2, "text": first_b["text"]}], "the judge reads what was kept"
+
+
+def test_a_module_its_judge_refuses_is_not_published(fake_server: Script) -> None:
+    c = source_c()
+    inputs = [ContributionInput("k-c", c.note_version_id, c.source_version_id, ("b1",), c)]
+    refusing = {**JUDGE_OK, "text": json.dumps({"ok": False, "problems": ["Point 1 drops the year the crisis began."]})}
+    url, _ = fake_server([{"text": json.dumps({"points": [{"text": "{claim:1}", "ref": 1}]})}, refusing])
+    with pytest.raises(PipelineError) as raised:
+        engine(url).build_module("Overview", inputs, concept="Oil crisis")
+    assert raised.value.code == "MODULE_REFUSED" and "drops the year" in raised.value.message
 
 
 def test_a_restatement_is_kept_when_the_claims_words_support_it(fake_server: Script) -> None:
@@ -89,7 +103,7 @@ def test_a_restatement_is_kept_when_the_claims_words_support_it(fake_server: Scr
     inputs = [ContributionInput("k-c", c.note_version_id, c.source_version_id, ("b1",), c)]
     claim = claim_points(inputs[0])[0][1]
     restated = "The 1973 oil crisis began in October 1973, when OAPEC proclaimed an oil embargo."
-    url, _ = fake_server([{"text": json.dumps({"points": [{"text": restated, "ref": 1}]})}])
+    url, _ = fake_server([{"text": json.dumps({"points": [{"text": restated, "ref": 1}]})}, JUDGE_OK])
     body = engine(url).build_module("Overview", inputs, concept="Oil crisis")
     assert "embargo" in claim["text"] and [p["text"] for p in body] == [restated]
     assert body[0]["claim_key"] == claim["claim_key"] and body[0]["evidence"] == claim["evidence"]
