@@ -139,6 +139,14 @@ class Paging:
     page: int
     per_page: int
 
+    @property
+    def offset(self) -> int:
+        return (self.page - 1) * self.per_page
+
+    def shown(self, items: list[Any], total: int, **extra: Any) -> dict[str, Any]:
+        """One page as the API answers it: its items, where it is, and how many there are."""
+        return {"items": items, "page": self.page, "per_page": self.per_page, "total": total, **extra}
+
 
 def limit_arg(*, default: int, maximum: int) -> int:
     """The query's ``limit``: an integer from 1 to ``maximum``, else ``BAD_LIMIT`` (a limit that is

@@ -44,14 +44,14 @@ def listed(notebook_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         mine = analysis_access.only_own(session, principal, notebook)
         owner = notebooks.is_owner(session, principal, notebook)
-        found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page, by=mine)
+        found = analyses.of_notebook(session, notebook, limit=page.per_page, offset=page.offset, by=mine)
         items = [
             analysis_json(services(), session, notebook, analysis, with_result=False,
                           can_manage=analysis_access.may_manage(principal, analysis, owner=owner))
             for analysis in found
         ]
         total = analyses.count(session, notebook, by=mine)
-    return {"items": items, "page": page.page, "per_page": page.per_page, "total": total, "can_start": principal.can_write}
+    return page.shown(items, total, can_start=principal.can_write)
 
 
 @bp.get("/<notebook_id>/analyses/<analysis_id>")

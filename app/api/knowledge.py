@@ -34,7 +34,8 @@ from pipeline.knowledge.ask import MAX_HITS
 from pipeline.knowledge.edit import block_text_problem
 from pipeline.knowledge.types import STAGES
 from storage.knowledge import events, jobs, notes, sources
-from storage.models import KnowledgeSource, KnowledgeSourceNoteVersion, Notebook
+from storage.knowledge.counts import count_in_notebook
+from storage.models import KnowledgeJob, KnowledgeSource, KnowledgeSourceNoteVersion, Notebook
 from storage.scope import Principal
 from tasks.knowledge import advance, send_event, start_job
 
@@ -76,9 +77,12 @@ def add(notebook_id: str):  # type: ignore[no-untyped-def]
 def listed(notebook_id: str):  # type: ignore[no-untyped-def]
     """The knowledge sources, and whether the reader may add and change them (``can_write``)."""
     principal = current_principal()
+    page = paging(default_per_page=50, max_per_page=200)
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
-        return {"items": sources_json(session, sources.of_notebook(session, notebook)), "can_write": principal.can_write}
+        found = sources.of_notebook(session, notebook, limit=page.per_page, offset=page.offset)
+        return page.shown(sources_json(session, found), count_in_notebook(session, KnowledgeSource, notebook),
+                          can_write=principal.can_write)
 
 
 @bp.get("/sources/<source_id>")
@@ -134,8 +138,8 @@ def jobs_listed(notebook_id: str):  # type: ignore[no-untyped-def]
     page = paging(default_per_page=20, max_per_page=100)
     with services().db.reader() as session:
         notebook = visible_notebook(session, current_principal(), notebook_id)
-        found = jobs.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page)
-        return {"items": jobs_json(session, found), "page": page.page, "per_page": page.per_page}
+        found = jobs.of_notebook(session, notebook, limit=page.per_page, offset=page.offset)
+        return page.shown(jobs_json(session, found), count_in_notebook(session, KnowledgeJob, notebook))
 
 
 @bp.get("/jobs/<job_id>")

@@ -77,9 +77,9 @@ def documents(notebook_id: str):  # type: ignore[no-untyped-def]
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         everything = linked.notebook_documents(session, notebook.id)
-        window = everything[(page.page - 1) * page.per_page : page.page * page.per_page]
+        window = everything[page.offset : page.offset + page.per_page]
         items = documents_json(session, notebook, window)
-    return envelope({"items": items, "page": page.page, "per_page": page.per_page, "total": len(everything)})
+    return envelope(page.shown(items, len(everything)))
 
 
 @bp.post("/knowledge-base/documents/retry-failed")

@@ -18,18 +18,20 @@ from app.services import knowledge_access as access
 from app.services.knowledge_concept_view import concept_json, concept_summaries, event_json, tree_json
 from pipeline.knowledge.trees import MAX_TITLE_CHARS, TreeError, checked_nodes
 from storage.knowledge import events, trees
-from storage.models import KnowledgeConcept, KnowledgeTree, in_notebook
+from storage.knowledge.counts import count_in_notebook
+from storage.models import KnowledgeConcept, KnowledgeEvent, KnowledgeTree, in_notebook
 
 bp = Blueprint("knowledge_concepts", __name__, url_prefix="/api/notebooks/<notebook_id>/knowledge")
 
 
 @bp.get("/concepts")
 def concepts_listed(notebook_id: str):  # type: ignore[no-untyped-def]
+    page = paging(default_per_page=50, max_per_page=200)
     with services().db.reader() as session:
         notebook = visible_notebook(session, current_principal(), notebook_id)
         found = session.scalars(select(KnowledgeConcept).where(in_notebook(KnowledgeConcept, notebook))
-                                .order_by(KnowledgeConcept.created_at, KnowledgeConcept.id))
-        return {"items": concept_summaries(session, list(found))}
+                                .order_by(KnowledgeConcept.created_at, KnowledgeConcept.id).limit(page.per_page).offset(page.offset))
+        return page.shown(concept_summaries(session, list(found)), count_in_notebook(session, KnowledgeConcept, notebook))
 
 
 @bp.get("/concepts/<concept_id>")
@@ -48,8 +50,8 @@ def events_listed(notebook_id: str):  # type: ignore[no-untyped-def]
     page = paging(default_per_page=50, max_per_page=200)
     with services().db.reader() as session:
         notebook = visible_notebook(session, current_principal(), notebook_id)
-        found = events.of_notebook(session, notebook, limit=page.per_page, offset=(page.page - 1) * page.per_page)
-        return {"items": [event_json(event) for event in found], "page": page.page, "per_page": page.per_page}
+        found = events.of_notebook(session, notebook, limit=page.per_page, offset=page.offset)
+        return page.shown([event_json(event) for event in found], count_in_notebook(session, KnowledgeEvent, notebook))
 
 
 @bp.get("/trees")

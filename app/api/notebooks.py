@@ -45,7 +45,7 @@ def library():  # type: ignore[no-untyped-def]
         )
         owned = notebooks.owned_ids(session, principal, [nb.id for nb in found.items])
         items = [_detail(session, nb, principal, nb.id in owned) for nb in found.items]
-    return {"items": items, "page": page.page, "per_page": page.per_page, "total": found.total}
+    return page.shown(items, found.total)
 
 
 @bp.post("")

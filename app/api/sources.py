@@ -55,7 +55,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
         for source in revisions.sources(session, revision_id) if revision_id else []:
             by_resource[source.resource_id].append(source)
         members = notebooks.members(session, notebook)
-        window = members[(page.page - 1) * page.per_page : page.page * page.per_page]
+        window = members[page.offset : page.offset + page.per_page]
         items = []
         titles = {**record_titles(services(), notebook.table_id), **linked.titles(session, notebook.id)}
         revision = revisions.get(session, notebook, revision_id) if revision_id else None
@@ -78,7 +78,7 @@ def list_sources(notebook_id: str):  # type: ignore[no-untyped-def]
                     "sources": shown,
                 }
             )
-    return {"items": items, "page": page.page, "per_page": page.per_page, "total": len(members)}
+    return page.shown(items, len(members))
 
 
 @bp.post("/<notebook_id>/sources")

@@ -46,12 +46,5 @@ def list_records(table_id: str):  # type: ignore[no-untyped-def]
             "excluded": None if reason is None else {"code": reason, "message": EXCLUSIONS[reason]},
         })
     rows.sort(key=lambda row: (fold(row["title"]), row["resource_id"]))
-    start = (page.page - 1) * page.per_page
-    return {
-        "table": {"id": table.id, "name": table.name},
-        "items": rows[start : start + page.per_page],
-        "page": page.page,
-        "per_page": page.per_page,
-        "total": len(rows),
-        "omitted": sum(1 for row in rows if not row["usable"]),
-    }
+    return {"table": {"id": table.id, "name": table.name}, **page.shown(
+        rows[page.offset : page.offset + page.per_page], len(rows), omitted=sum(1 for row in rows if not row["usable"]))}

@@ -93,9 +93,9 @@ def version(session: Session, notebook: Notebook, version_id: str) -> KnowledgeS
     ))
 
 
-def of_notebook(session: Session, notebook: Notebook) -> list[KnowledgeSource]:
+def of_notebook(session: Session, notebook: Notebook, *, limit: int, offset: int = 0) -> list[KnowledgeSource]:
     query = select(KnowledgeSource).where(in_notebook(KnowledgeSource, notebook))
-    return list(session.scalars(query.order_by(KnowledgeSource.created_at, KnowledgeSource.id)))
+    return list(session.scalars(query.order_by(KnowledgeSource.created_at, KnowledgeSource.id).limit(limit).offset(offset)))
 
 
 def versions_of(session: Session, source_id: str) -> list[KnowledgeSourceVersion]:

@@ -107,7 +107,11 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
         source_b = added_b["source"]["id"]
         listed = check(call("GET", f"{base}/sources"), 200).json["items"]
         assert [s["id"] for s in listed] == [source_a, source_b], listed
-        check(call("GET", f"{base}/jobs?per_page=5"), 200)
+        paged = check(call("GET", f"{base}/sources?per_page=1&page=2"), 200).json
+        assert ([s["id"] for s in paged["items"]], paged["total"]) == ([source_b], 2), paged
+        check(call("GET", f"{base}/sources?per_page=201"), 400, "PAGE_SIZE_TOO_LARGE")
+        jobs_page = check(call("GET", f"{base}/jobs?per_page=1"), 200).json
+        assert len(jobs_page["items"]) == 1 and jobs_page["total"] >= 2, jobs_page
         # Run A's job again from its publish stage: a new source note, the stages before it kept.
         restarted = check(call("POST", f"{base}/jobs/{job_id}/restart", json={"stage": "publish"}), 202).json
         assert restarted["stage"] == "publish", restarted
@@ -127,11 +131,16 @@ def knowledge_tour(world: Any, contract: Any, notebook_id: str) -> None:
         answer = check(call("POST", f"{base}/ask", json={"question": QUESTION}), 200).json
         assert answer["status"] == "answered" and answer["citations"], answer
         # Concepts (two sources share terms), the events they followed, a tree showing one.
-        concepts = check(call("GET", f"{base}/concepts"), 200).json["items"]
+        listed_concepts = check(call("GET", f"{base}/concepts"), 200).json
+        concepts = listed_concepts["items"]
+        assert listed_concepts["total"] == len(concepts) >= 1, listed_concepts
+        assert check(call("GET", f"{base}/concepts?per_page=1&page=999"), 200).json["items"] == []
         shared = next(c for c in concepts if c["state"] == "active" and c["source_version_count"] == 2)
         concept = check(call("GET", f"{base}/concepts/{shared['id']}"), 200).json
         assert concept["contributions"] and concept["versions"], concept
-        events = check(call("GET", f"{base}/events?per_page=10"), 200).json["items"]
+        events_page = check(call("GET", f"{base}/events?per_page=10"), 200).json
+        events = events_page["items"]
+        assert events_page["total"] == len(events), events_page
         assert {e["kind"] for e in events} == {"note_published"} and all(e["state"] == "done" for e in events), events
         nodes = [{"key": "law", "parent": None, "kind": "group", "title": "Copyright law"},
                  {"key": "c1", "parent": "law", "kind": "concept", "concept_id": shared["id"]}]

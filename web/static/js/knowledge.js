@@ -11,11 +11,18 @@ import { Poller } from "./poller.js";
 
 const ACTIVE = ["queued", "running", "cancelling"];
 const POLL_MS = 1500;
+// Sources and concepts listed at once: the API's largest page; past it the list says how many more.
+const LISTED = 200;
 const JOB_LABEL = {
   queued: "queued", running: "working", cancelling: "cancelling", cancelled: "cancelled", failed: "failed",
   completed: "ready", completed_with_warnings: "ready, with coverage notes",
 };
 const STAGE_LABEL = { parse: "reading the pages", plan: "planning its notes", write: "writing notes", check: "checking notes", publish: "publishing" };
+
+/** A last list item saying how many of ``total`` are not shown, or none. */
+function moreThanShown(shown, total, what) {
+  return total > shown ? [h("li", { class: "muted" }, `The first ${shown} of ${total} ${what} are shown.`)] : [];
+}
 
 function pageLabel(locator) {
   const printed = locator.page_label && locator.page_label !== String(locator.page) ? ` (printed ${locator.page_label})` : "";
@@ -44,18 +51,20 @@ export class KnowledgePanel {
 
   /** The source notes and concepts; the PDFs that may be added (for those who may write). */
   async load() {
-    const [sources, concepts] = await Promise.all([api(`${this.base}/sources`), api(`${this.base}/concepts`)]);
+    const [sources, concepts] = await Promise.all([api(withQuery(`${this.base}/sources`, { per_page: LISTED })),
+      api(withQuery(`${this.base}/concepts`, { per_page: LISTED }))]);
     const finished = this.sources.filter((s) => ACTIVE.includes(s.active_version?.job?.state))
       .map((s) => sources.items.find((now) => now.id === s.id))
       .filter((now) => now && !ACTIVE.includes(now.active_version?.job?.state));
     this.sources = sources.items;
+    this.sourcesTotal = sources.total;
     if (sources.can_write !== this.canWrite) {
       this.canWrite = sources.can_write;
       await this.loadCandidates();
     }
     showError(this.error, null);
     this.renderSources();
-    this.renderConcepts(concepts.items);
+    this.renderConcepts(concepts.items, concepts.total);
     for (const source of finished) this.announcer.textContent = `${source.label}: ${JOB_LABEL[source.active_version.job.state]}.`;
     this.poller.schedule();
   }
@@ -88,7 +97,7 @@ export class KnowledgePanel {
 
   renderSources() {
     this.list.replaceChildren(...(this.sources.length ? this.sources.map((source) => this.sourceItem(source))
-      : [h("li", { class: "muted" }, "No source note yet.")]));
+      : [h("li", { class: "muted" }, "No source note yet.")]), ...moreThanShown(this.sources.length, this.sourcesTotal, "sources"));
   }
 
   sourceItem(source) {
@@ -107,7 +116,7 @@ export class KnowledgePanel {
       job?.error ? h("div", { class: "coverage-note" }, job.error.message) : null);
   }
 
-  renderConcepts(concepts) {
+  renderConcepts(concepts, total) {
     const shown = concepts.filter((concept) => concept.state !== "withdrawn");
     this.conceptList.replaceChildren(...(shown.length ? shown.map((concept) => h("li", { "data-state": concept.state },
       concept.state === "suspended"
@@ -116,7 +125,8 @@ export class KnowledgePanel {
       h("div", { class: "muted" }, concept.state === "suspended"
         ? "suspended: a source it rests on changed, and it waits to be rebuilt"
         : `${concept.modules.length} module${concept.modules.length === 1 ? "" : "s"} · ${concept.source_version_count} sources`),
-    )) : [h("li", { class: "muted" }, "Concepts appear when two sources share a subject.")]));
+    )) : [h("li", { class: "muted" }, "Concepts appear when two sources share a subject.")]),
+    ...moreThanShown(concepts.length, total, "concepts"));
   }
 
   async openSourceNote(snapshotId) {
