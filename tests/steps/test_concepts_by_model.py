@@ -24,7 +24,7 @@ NAME = "Online service providers"
 DECIDE = "You maintain the concepts"
 # Every note (one block, one evidenced claim, as WRITER_TURN writes it) founds or feeds the concept;
 # the answer streams slowly, so that a write can be tried while the model works.
-DECIDE_TURN = {"match": DECIDE, "piece_chars": 12, "delay": 0.1, "text": json.dumps({"decisions": [
+DECIDE_TURN = {"match": DECIDE, "piece_chars": 24, "delay": 0.05, "text": json.dumps({"decisions": [
     {"kind": "new_concept", "name": NAME, "module": "overview", "module_title": "Overview", "blocks": [1]}]})}
 MODULE_TURN = {"match": "You write one module", "text": json.dumps({"points": [
     {"text": "{claim:1}", "ref": 1}, {"text": "{claim:2}", "ref": 2},
