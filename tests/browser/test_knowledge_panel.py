@@ -1,7 +1,8 @@
 """The notebook page's Knowledge panel in a real browser (issue #20 item 7): make a source note of
 a PDF from the panel and watch its job, open its table of contents and a note, click a claim's
 page and land in the viewer on that page with the passage marked; the concepts two halves of one
-report share are listed and read with their sources; a viewer reads but has no form.
+report share are listed and read with their sources, beside the changes they followed; a viewer
+reads but has no form.
 
 `gnosi serve` with its embedded worker (it consumes every queue, the knowledge stages' included),
 a shared workspace notebook of the two halves of dmca.pdf.
@@ -111,6 +112,11 @@ def test_a_claim_of_a_source_note_opens_its_page_and_concepts_show_their_sources
     labels = {re.sub(r", p\. .*$", "", text) for text in sources_cited.all_text_contents()}
     assert labels == {"dmca-p1-9.pdf", "dmca-p10-18.pdf"}, labels
     shot(page, "knowledge-concept")
+    changes = panel.get_by_role("list", name="Recent changes the concepts followed").locator(":scope > li")
+    expect(changes).to_have_count(2)  # each source note's publication, newest first
+    expect(changes.first).to_have_attribute("data-kind", "note_published")
+    expect(changes.first).to_have_attribute("data-state", "done")
+    expect(changes.first).to_contain_text(re.compile(r"Source note published\s*[1-9]\d* concepts? changed"))
 
 
 def test_a_viewer_reads_the_knowledge_but_has_no_form(halves, open_page) -> None:  # type: ignore[no-untyped-def]

@@ -2,7 +2,9 @@
  * The Knowledge panel: the notebook's PDFs made into source notes (each job's stage and units
  * while it runs, its coverage notes after), a source note's table of contents, a note read beside
  * it whose every claim opens its page in the evidence viewer with the quoted passage marked, and
- * the concepts the sources feed, with the source of each point. Polls only while a job runs.
+ * the concepts the sources feed, with the source of each point, and the recent changes they
+ * followed (what each did, and what it found for a person to review). Polls only while a job or a
+ * change is under way.
  */
 import { api, withQuery } from "./api.js";
 import { showInViewer } from "./citations.js";
@@ -10,6 +12,11 @@ import { byRole, h, showError } from "./dom.js";
 import { Poller } from "./poller.js";
 
 const ACTIVE = ["queued", "running", "cancelling"];
+const EVENTS_SHOWN = 8;
+const EVENT_LABEL = {
+  note_published: "Source note published", note_edited: "Note edited", note_deleted: "Note deleted",
+  source_deleted: "Source deleted", source_restored: "Source restored", source_replaced: "New version of a source",
+};
 const POLL_MS = 1500;
 // Sources and concepts listed at once: the API's largest page; past it the list says how many more.
 const LISTED = 200;
@@ -38,11 +45,14 @@ export class KnowledgePanel {
     this.announcer = byRole("knowledge-announce", this.root);
     this.list = byRole("knowledge-sources", this.root);
     this.conceptList = byRole("knowledge-concepts", this.root);
+    this.eventList = byRole("knowledge-events", this.root);
+    this.events = [];
     this.reader = byRole("knowledge-reader", this.root);
     this.dialog = byRole("viewer-dialog");
     this.sources = [];
     this.form.addEventListener("submit", (event) => this.add(event));
-    this.poller = new Poller(() => this.load(), () => (this.sources.some((s) => ACTIVE.includes(s.active_version?.job?.state)) ? POLL_MS : null));
+    this.poller = new Poller(() => this.load(), () => (this.sources.some((s) => ACTIVE.includes(s.active_version?.job?.state))
+      || this.events.some((e) => ACTIVE.includes(e.state)) ? POLL_MS : null));
   }
 
   get base() {
@@ -51,8 +61,8 @@ export class KnowledgePanel {
 
   /** The source notes and concepts; the PDFs that may be added (for those who may write). */
   async load() {
-    const [sources, concepts] = await Promise.all([api(withQuery(`${this.base}/sources`, { per_page: LISTED })),
-      api(withQuery(`${this.base}/concepts`, { per_page: LISTED }))]);
+    const [sources, concepts, events] = await Promise.all([api(withQuery(`${this.base}/sources`, { per_page: LISTED })),
+      api(withQuery(`${this.base}/concepts`, { per_page: LISTED })), api(withQuery(`${this.base}/events`, { per_page: EVENTS_SHOWN }))]);
     const finished = this.sources.filter((s) => ACTIVE.includes(s.active_version?.job?.state))
       .map((s) => sources.items.find((now) => now.id === s.id))
       .filter((now) => now && !ACTIVE.includes(now.active_version?.job?.state));
@@ -65,6 +75,8 @@ export class KnowledgePanel {
     showError(this.error, null);
     this.renderSources();
     this.renderConcepts(concepts.items, concepts.total);
+    this.events = events.items;
+    this.renderEvents();
     for (const source of finished) this.announcer.textContent = `${source.label}: ${JOB_LABEL[source.active_version.job.state]}.`;
     this.poller.schedule();
   }
@@ -127,6 +139,23 @@ export class KnowledgePanel {
         : `${concept.modules.length} module${concept.modules.length === 1 ? "" : "s"} · ${concept.source_version_count} sources`),
     )) : [h("li", { class: "muted" }, "Concepts appear when two sources share a subject.")]),
     ...moreThanShown(concepts.length, total, "concepts"));
+  }
+
+  /** The latest changes, newest first: what each did to the concepts, or why it failed, and the
+   * problems it found (a model's decision flagged for review, a module its judge refused). */
+  renderEvents() {
+    this.eventList.replaceChildren(...(this.events.length ? this.events.map((event) => {
+      const result = event.result || {};
+      const changed = Object.values(result.concepts || {}).filter((outcome) => outcome !== "unchanged").length;
+      const said = event.state === "failed" ? `failed: ${event.error}` : event.state === "done"
+        ? `${changed} concept${changed === 1 ? "" : "s"} changed` : event.state;
+      const problems = result.problems || [];
+      return h("li", { "data-state": event.state, "data-kind": event.kind },
+        h("span", { class: "item-title" }, EVENT_LABEL[event.kind] || event.kind),
+        h("div", { class: "muted" }, said),
+        ...(problems.length ? [h("details", {}, h("summary", {}, `${problems.length} to review`),
+          h("ul", {}, ...problems.map((problem) => h("li", {}, problem))))] : []));
+    }) : [h("li", { class: "muted" }, "No change yet.")]));
   }
 
   async openSourceNote(snapshotId) {
