@@ -105,14 +105,19 @@ def delete_source(notebook_id: str, source_id: str):  # type: ignore[no-untyped-
 
 @bp.post("/sources/<source_id>/restore")
 def restore_source(notebook_id: str, source_id: str):  # type: ignore[no-untyped-def]
+    resumed: list[str] = []
+
     def restore(session: Session, notebook: Notebook, source: KnowledgeSource) -> str:
         if sources.active_duplicate(session, notebook, source) is not None:
             raise ApiError(409, "SOURCE_DUPLICATE", "An active source has the same content now: delete it before restoring this one.")
         deleted_at = source.deleted_at.isoformat()
-        sources.restore(source)
+        resumed.extend(job.id for job in sources.restore(session, source))
         return deleted_at
 
-    return _source_changed(notebook_id, source_id, "active", "source_restored", restore)
+    shown = _source_changed(notebook_id, source_id, "active", "source_restored", restore)
+    for job_id in resumed:  # the job the deletion stopped goes on from where it was
+        advance.delay(job_id, resend=True)
+    return shown
 
 
 def _source_changed(notebook_id: str, source_id: str, state: str, kind: str,

@@ -108,13 +108,19 @@ def versions_of_each(session: Session, source_ids: list[str]) -> list[KnowledgeS
     return list(session.scalars(query.order_by(KnowledgeSourceVersion.source_id, KnowledgeSourceVersion.number)))
 
 
+# Why a job stopped when its source was deleted under it: a restore takes it up again.
+STOPPED_BY_DELETION = ("SOURCE_DELETED", "SOURCE_CHANGED")
+
+
 def delete(session: Session, source: KnowledgeSource) -> list[KnowledgeJob]:
     """Mark the source deleted and stop its versions' jobs (a queued one now, a running one at its
-    next message; a publish re-checks the source anyway). Its notes stay, as history."""
+    next message; a publish re-checks the source anyway), saying why. Its notes stay, as history."""
     source.state, source.deleted_at = "deleted", utcnow()
     stopping = jobs.active_of_versions(session, [v.id for v in versions_of(session, source.id)])
     for job in stopping:
-        jobs.request_cancel(job)
+        if job.state != "cancelling":  # a job a person was cancelling already stays theirs to restart
+            jobs.request_cancel(job)
+            job.error_code, job.error = "SOURCE_DELETED", "The source was deleted while this job ran; restoring it resumes the job."
     return stopping
 
 
@@ -126,8 +132,24 @@ def active_duplicate(session: Session, notebook: Notebook, source: KnowledgeSour
     return found if found is not None and found.source_id != source.id else None
 
 
-def restore(source: KnowledgeSource) -> None:
+def restore(session: Session, source: KnowledgeSource) -> list[KnowledgeJob]:
+    """Make the source active again, and take up the job its deletion stopped (its active
+    version's, unless it ended otherwise or a person cancelled it): one still ``cancelling`` runs
+    on, one already cancelled is queued again where it stopped, every stored stage output kept.
+    The jobs to send again (the queued ones)."""
     source.state, source.deleted_at = "active", None
+    stopped = session.scalars(select(KnowledgeJob).where(
+        KnowledgeJob.source_version_id == source.active_version_id, KnowledgeJob.state.in_(("cancelling", "cancelled")),
+        KnowledgeJob.error_code.in_(STOPPED_BY_DELETION)))
+    queued = []
+    for job in stopped:
+        job.error_code = job.error = None
+        if job.state == "cancelling":
+            job.state = "running"
+        else:
+            job.state, job.finished_at, job.lease_expires_at, job.attempts = "queued", None, None, 0
+            queued.append(job)
+    return queued
 
 
 def current_among(session: Session, version_ids: set[str]) -> set[str]:

@@ -22,6 +22,7 @@ from pipeline.knowledge.types import NoteDraft
 from pipeline.types import PipelineError
 from steps.conftest import wait_for
 from steps.test_task_contract import ingest
+from storage.knowledge import jobs
 from storage.models import KnowledgeBlock, KnowledgeJob, KnowledgeSourceNote
 from tasks.knowledge import MODEL_RETRIES
 from support.services import CORPUS
@@ -210,6 +211,46 @@ def test_deleting_the_source_stops_its_job_and_nothing_is_published(
     assert deleted[0]["state"] == "deleted" and job["state"] == "cancelled"
     assert instance.read(lambda s: s.scalar(select(KnowledgeSourceNote))) is None
     assert instance.read(lambda s: s.get(KnowledgeJob, job["id"]).state) == "cancelled"
+
+
+def test_a_source_restored_after_its_deletion_stopped_its_job_takes_the_job_up_where_it_stopped(
+    kb: tuple[Instance, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review finding: a source deleted while its job ran and restored soon after stayed without a
+    source note for good (the job was cancelled, and nothing started it again)."""
+    instance, notebook_id = kb
+    base = f"/api/notebooks/{notebook_id}/knowledge"
+    real, written, deleted = OfflineNoteWriter.write, [], []
+
+    def deleting_at_the_third(self: OfflineNoteWriter, document: Any, plan: Any) -> NoteDraft:
+        written.append(plan.key)
+        if len(written) == 3 and not deleted:
+            source_id = instance.call("GET", f"{base}/sources").json["items"][0]["id"]
+            deleted.append(instance.call("DELETE", f"{base}/sources/{source_id}").json)
+        return real(self, document, plan)
+
+    monkeypatch.setattr(OfflineNoteWriter, "write", deleting_at_the_third)
+    added = add(instance, notebook_id, "naacl").json
+    job_id = added["version"]["job"]["id"]
+    stopped = finished(instance, notebook_id, job_id)
+    assert (stopped["state"], stopped["error"]["code"]) == ("cancelled", "SOURCE_DELETED"), stopped
+    kept = instance.read(lambda s: len(jobs.outputs(s, job_id, "write")))
+    written_before = len(written)
+
+    restored = instance.call("POST", f"{base}/sources/{added['source']['id']}/restore")
+    assert restored.status_code == 200 and restored.json["state"] == "active"
+    job = finished(instance, notebook_id, job_id)
+    assert job["state"].startswith("completed") and job["error"] is None, job
+    assert len(written) - written_before == job["units"]["total"] - kept, "only the units without a stored note are written"
+    snapshot = instance.call("GET", f"{base}/sources/{added['source']['id']}").json["active_version"]["source_note_version_id"]
+    assert instance.call("GET", f"{base}/source-notes/{snapshot}").json["toc"]
+
+    cancelled = add(instance, notebook_id, "dmca").json  # a job a person cancelled stays cancelled through a restore
+    instance.call("POST", f"{base}/jobs/{cancelled['version']['job']['id']}/cancel")
+    finished(instance, notebook_id, cancelled["version"]["job"]["id"])
+    instance.call("DELETE", f"{base}/sources/{cancelled['source']['id']}")
+    instance.call("POST", f"{base}/sources/{cancelled['source']['id']}/restore")
+    assert instance.call("GET", f"{base}/jobs/{cancelled['version']['job']['id']}").json["state"] == "cancelled"
 
 
 def test_refusals_say_why_and_change_nothing(kb: tuple[Instance, str]) -> None:
