@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.analysis.types import Focus, Point
 from storage.lost_work import cancelled, lost, request_cancel  # noqa: F401 (the cancels are this module's API too)
+from storage.lost_work import failed as fail  # noqa: F401 (as are the failure)
 from storage.models import Analysis, AnalysisPart, Notebook, in_notebook, utcnow
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
@@ -124,12 +125,6 @@ def progress(session: Session, analysis: Analysis) -> list[dict[str, int]]:
 def finish(analysis: Analysis, points: list[Point]) -> None:
     analysis.state = "succeeded"
     analysis.result = {"points": [point.to_dict() for point in points]}
-    analysis.finished_at = utcnow()
-
-
-def fail(analysis: Analysis, code: str, message: str) -> None:
-    analysis.state = "failed"
-    analysis.error_code, analysis.error = code, message[:500]
     analysis.finished_at = utcnow()
 
 

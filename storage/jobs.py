@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from storage.lost_work import lost
 from storage.models import Job, Notebook, in_notebook, utcnow
 
 INGEST = "notebook_ingest"
@@ -164,15 +165,7 @@ def request_cancel(session: Session, notebook: Notebook) -> Job | None:
 
 def recoverable(session: Session, *, queued_before: datetime) -> list[Job]:
     """Jobs whose messages may be lost: queued for a while, or holding an expired lease."""
-    now = utcnow()
-    return list(
-        session.scalars(
-            select(Job).where(
-                ((Job.state == "queued") & (Job.created_at < queued_before))
-                | (Job.state.in_(("running", "cancelling")) & (Job.lease_expires_at < now))
-            )
-        ).all()
-    )
+    return lost(session, Job, queued_before=queued_before)
 
 
 def transition(session: Session, job_id: str, from_states: tuple[str, ...], to_state: str, **values: Any) -> bool:

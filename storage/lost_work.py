@@ -1,8 +1,8 @@
 """Durable work whose messages may be lost: one query for every kind of leased row.
 
-Analyses and knowledge jobs share a life (queued → running → ended, ``cancelling`` between) and a
-lease their messages renew; the sweeper resends whatever ``lost`` finds, and a cancel lands the
-same way on both.
+Ingestion jobs, analyses and knowledge jobs share a life (queued → running → ended,
+``cancelling`` between) and a lease their messages renew; the sweeper resends whatever ``lost``
+finds, and a cancel or a failure lands the same way on each.
 """
 from __future__ import annotations
 
@@ -30,6 +30,11 @@ def lost(session: Session, model: type[Row], *, queued_before: datetime) -> list
 
 def cancelled(row: Any) -> None:
     row.state, row.finished_at = "cancelled", utcnow()
+
+
+def failed(row: Any, code: str, message: str) -> None:
+    """End the work ``failed`` with a bounded reason."""
+    row.state, row.error_code, row.error, row.finished_at = "failed", code, message[:500], utcnow()
 
 
 def request_cancel(row: Any) -> str:

@@ -16,6 +16,7 @@ from sqlalchemy.orm import Session
 
 from pipeline.knowledge.types import STAGES
 from storage.lost_work import cancelled, lost, request_cancel  # noqa: F401 (the cancels are this module's API too)
+from storage.lost_work import failed as fail  # noqa: F401 (as are the failure)
 from storage.models import KnowledgeJob, KnowledgeStageOutput, Notebook, in_notebook, utcnow
 
 ACTIVE_STATES = ("queued", "running", "cancelling")
@@ -130,10 +131,6 @@ def claim(job: KnowledgeJob, held_for: timedelta) -> bool:
 def finish(job: KnowledgeJob, warnings: list[dict[str, Any]]) -> None:
     job.state = "completed_with_warnings" if warnings else "completed"
     job.warnings, job.finished_at, job.stage = warnings, utcnow(), STAGES[-1]
-
-
-def fail(job: KnowledgeJob, code: str, message: str) -> None:
-    job.state, job.error_code, job.error, job.finished_at = "failed", code, message[:500], utcnow()
 
 
 
