@@ -41,7 +41,6 @@ _BULLET = regex.compile(r"^\s*(?:[-*\u2022]|\d{1,3}[.)])\s+")
 MAX_POINT_CHUNKS = 4
 # What one point may cost: a sentence and its markers.
 _TOKENS_PER_POINT = 160
-_CHARS_PER_POINT = 4 * _TOKENS_PER_POINT
 
 
 @dataclass(frozen=True)
@@ -83,8 +82,7 @@ class LLMAnalysisEngine:
         if not inputs:
             return []
         # More than the points asked for could fill is not read.
-        answer = self.endpoint.complete(messages, max_tokens=points * _TOKENS_PER_POINT,
-                                        max_chars=points * _CHARS_PER_POINT * 2)
+        answer = self.endpoint.complete(messages, max_tokens=points * _TOKENS_PER_POINT)
         written = [line for line in answer.splitlines() if line.strip()]
         kept: list[Point] = []
         for line in written:

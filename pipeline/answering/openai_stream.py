@@ -62,6 +62,10 @@ class ToolCallAccumulator:
         ]
 
 
+# What a whole answer is read up to, per token asked for.
+READ_CHARS_PER_TOKEN = 8
+
+
 @dataclass(frozen=True)
 class ChatEndpoint:
     """An OpenAI-compatible endpoint asked for one whole answer per request (no tools).
@@ -86,10 +90,11 @@ class ChatEndpoint:
             headers["Authorization"] = f"Bearer {api_key}"
         return cls(base_url.rstrip("/") + "/chat/completions", model, deadline_s, temperature, headers)
 
-    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int, max_chars: int) -> str:
-        """The answer's text, asked for at most ``max_tokens`` and read up to ``max_chars``: a
-        server that ignores ``max_tokens`` is not read further (the rest is abandoned, and the
-        connection released at once)."""
+    def complete(self, messages: list[dict[str, Any]], *, max_tokens: int) -> str:
+        """The answer's text, asked for at most ``max_tokens`` and read up to twice what they
+        could fill at four characters a token: a server that ignores ``max_tokens`` is not read
+        further (the rest is abandoned, and the connection released at once)."""
+        max_chars = max_tokens * READ_CHARS_PER_TOKEN
         payload = {"model": self.model, "messages": messages, "stream": True, "temperature": self.temperature,
                    "max_tokens": max_tokens}
         timeout = httpx.Timeout(min(self.deadline_s, 60.0), connect=min(self.deadline_s, 10.0))

@@ -43,7 +43,6 @@ _DECIDE_TOKENS = 800
 _JUDGE_TOKENS = 800
 _UNSAID = "The judge found that the module does not hold to its claims, without saying why."
 _POINT_TOKENS = 120
-_CHARS_PER_TOKEN = 8
 # A point is one sentence restating a claim: a paragraph is not a point.
 MAX_POINT_CHARS = 600
 _NOT_A_KEY = regex.compile(r"[^\p{L}\p{N}]+")
@@ -62,7 +61,7 @@ class LLMConceptEngine:
     def decide(self, note: NoteInput, candidates: list[Candidate], shared_terms: set[str]) -> list[Decision]:
         """The model's decisions for ``note``, its numbers turned into the ids and keys they name."""
         answer = reply.json_object(self.endpoint.complete(decide_messages(note, candidates, shared_terms),
-                                                          max_tokens=_DECIDE_TOKENS, max_chars=_DECIDE_TOKENS * _CHARS_PER_TOKEN))
+                                                          max_tokens=_DECIDE_TOKENS))
         blocks = [block["key"] for block in note.blocks]
         decisions = []
         for item in reply.listed(answer, "decisions"):
@@ -90,7 +89,7 @@ class LLMConceptEngine:
             return []
         max_tokens = 200 + MAX_POINTS * _POINT_TOKENS
         answer = reply.json_object(self.endpoint.complete(module_messages(concept or title, title, offered, MAX_POINTS),
-                                                          max_tokens=max_tokens, max_chars=max_tokens * _CHARS_PER_TOKEN))
+                                                          max_tokens=max_tokens))
         points: list[dict[str, Any]] = []
         used: list[int] = []  # the claim each kept point restates, in order
         for item in reply.listed(answer, "points"):
@@ -114,7 +113,7 @@ class LLMConceptEngine:
         they restate; a module it refuses is not published (``MODULE_REFUSED``, with its problems),
         nor one whose verdict cannot be read."""
         answer = reply.json_object(self.endpoint.complete(module_judge_messages(concept, title, offered, points),
-                                                          max_tokens=_JUDGE_TOKENS, max_chars=_JUDGE_TOKENS * _CHARS_PER_TOKEN))
+                                                          max_tokens=_JUDGE_TOKENS))
         problems = reply.verdict(answer, "the module", _UNSAID)
         if problems:
             raise PipelineError("MODULE_REFUSED", "The module judge refused it: " + " ".join(problems))

@@ -45,8 +45,6 @@ _CLOSING = regex.compile(r"[^\p{L}\p{N}\s]*$")
 _BASE_NOTE_TOKENS = 1024
 _MAX_NOTE_TOKENS = 8192
 _JUDGE_TOKENS = 800
-# What is read: twice what the tokens asked for could fill at four characters a token.
-_CHARS_PER_TOKEN = 8
 _UNSAID = "The judge found that the note does not keep to its unit, without saying why."
 
 
@@ -74,8 +72,7 @@ class LLMNoteWriter:
         self.last_dropped = Dropped()
         window = _window(document, plan)
         max_tokens = min(_MAX_NOTE_TOKENS, _BASE_NOTE_TOKENS + sum(len(block.text) for block in window) // 2)
-        answer = reply.json_object(self.endpoint.complete(writer_messages(plan, window), max_tokens=max_tokens,
-                                                     max_chars=max_tokens * _CHARS_PER_TOKEN))
+        answer = reply.json_object(self.endpoint.complete(writer_messages(plan, window), max_tokens=max_tokens))
         keys: dict[int, str] = {}  # a written block's position (from 1, as claims name it) -> its key
         blocks: list[NoteBlock] = []
         for position, item in enumerate(reply.listed(answer, "blocks"), start=1):
@@ -100,8 +97,7 @@ class LLMNoteWriter:
         """The judge's problems with ``draft`` (``()`` when it keeps to its plan). An answer that
         says "not ok" without a reason still counts: the note is not published unjudged."""
         messages = judge_messages(plan, _window(document, plan), draft)
-        answer = reply.json_object(self.endpoint.complete(messages, max_tokens=_JUDGE_TOKENS,
-                                                     max_chars=_JUDGE_TOKENS * _CHARS_PER_TOKEN))
+        answer = reply.json_object(self.endpoint.complete(messages, max_tokens=_JUDGE_TOKENS))
         return reply.verdict(answer, "the note", _UNSAID)
 
     def _claim(self, item: Any, key: str, blocks: dict[int, str], window: list[Block],
