@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 
 from pipeline.answering.citations import MarkerFilter, citations_in
-from pipeline.answering.openai_stream import ToolCall, ToolCallAccumulator, stream_chunks
+from pipeline.answering.openai_stream import ChatEndpoint, ToolCall, ToolCallAccumulator, stream_chunks
 from pipeline.answering.prompts import initial_messages, render_error, render_result, tool_definitions
 from pipeline.answering.tools import DEFAULT_SEARCH_RESULTS, MAX_QUERY_CHARS, SEARCH_NOTEBOOK
 from pipeline.answering.types import (
@@ -66,14 +66,9 @@ class OpenAICompatibleEngine:
     ) -> None:
         if max_tool_rounds < 0:
             raise ValueError("max_tool_rounds must be >= 0")
-        self.url = base_url.rstrip("/") + "/chat/completions"
-        self.model = model
+        self.endpoint = ChatEndpoint.configured(base_url, model, api_key, timeout, temperature)
         self.timeout = httpx.Timeout(timeout, connect=min(timeout, 10.0))
         self.max_tool_rounds = max_tool_rounds
-        self.temperature = temperature
-        self._headers = {"Accept": "text/event-stream"}
-        if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
 
     def answer(
         self,
@@ -107,7 +102,7 @@ class OpenAICompatibleEngine:
                 payload = self._payload(messages, tools, final=round_number == self.max_tool_rounds)
                 accumulator = ToolCallAccumulator()
                 round_text: list[str] = []
-                with closing(stream_chunks(client, self.url, payload, self._headers)) as chunks:
+                with closing(stream_chunks(client, self.endpoint.url, payload, self.endpoint.headers)) as chunks:
                     for chunk in chunks:
                         if should_stop():
                             return  # also when nothing is shown yet (a marker being held back)
@@ -141,10 +136,10 @@ class OpenAICompatibleEngine:
 
     def _payload(self, messages: list[dict[str, Any]], tools: ToolRegistry, *, final: bool) -> dict[str, Any]:
         return {
-            "model": self.model,
+            "model": self.endpoint.model,
             "messages": messages,
             "stream": True,
-            "temperature": self.temperature,
+            "temperature": self.endpoint.temperature,
             "tools": tool_definitions(tools),
             "tool_choice": "none" if final else "auto",
         }
