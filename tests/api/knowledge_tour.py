@@ -10,21 +10,14 @@ the request that sends it (``inline_tasks``): a job has ended, and its concepts 
 the request that started it answers."""
 from __future__ import annotations
 
-import hashlib
-import io
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
-from pipeline.chunker import ChunkSettings, chunk_segments
-from pipeline.extraction_cache import attachment_inputs, encode, extraction_key
-from pipeline.extractors import extract
-from storage import jobs, revisions
-from storage.models import KnowledgeApproval, Notebook, utcnow
-from support.stored_notebooks import EMBEDDER
+from storage.models import KnowledgeApproval, utcnow
 from support.signed_in import signed_in
-from support_api import services_of
+from support_api import index, services_of
 
 # Two documents on one subject, each saying "service provider" and "copyright owner" where the
 # other does: their notes found shared concepts (tests/steps/test_concepts_follow_sources.py).
@@ -40,43 +33,8 @@ def knowledge_notebook(world: Any, contract: Any) -> str:
     notebook_id = contract.check(world.call("POST", "/api/notebooks", json={
         "title": "Knowledge", "visibility": "workspace", "resource_ids": [A, B],
     }), 201).json["id"]
-    index_extracted(world, notebook_id, {A: "dmca-p1-9.pdf", B: "dmca-p10-18.pdf"})
+    index(world, notebook_id, {A: "dmca-p1-9.pdf", B: "dmca-p10-18.pdf"})
     return notebook_id
-
-
-def index_extracted(world: Any, notebook_id: str, files: dict[str, str]) -> str:
-    """Complete the notebook's queued job as the pipeline would: each resource's PDF (of the
-    vault's ``files/``) extracted, its extraction cached under its key, chunked and embedded, its
-    bytes kept; the revision activated. The revision's id."""
-    svc = services_of(world)
-    limits = svc.settings.extract_limits
-    with svc.db.session() as session:
-        notebook = session.get(Notebook, notebook_id)
-        job = jobs.active_job(session, notebook)
-        jobs.claim(session, job.id, "test", timedelta(minutes=5))
-        draft = revisions.create_draft(session, notebook, job.id)
-        job.revision_id = draft.id
-        for resource_id, name in files.items():
-            path = world.vault.root / "files" / name
-            data = path.read_bytes()
-            sha256 = hashlib.sha256(data).hexdigest()
-            svc.blobs.put_file(path, sha256)
-            extraction = extract(data, filename=name, mime="application/pdf", limits=limits)
-            key = extraction_key(sha256, attachment_inputs(name), limits)
-            svc.extractions.write(key, io.BytesIO(encode(extraction)), max_bytes=svc.settings.evidence_max_bytes)
-            source = revisions.add_source(
-                session, draft, resource_id=resource_id, field="file", kind="attachment", value=f"files/{name}",
-                state="available", mime="application/pdf", content_hash=sha256, page_count=extraction.page_count,
-                extraction_key=key, checked_at=utcnow(),
-            )
-            chunks = chunk_segments(extraction.segments, source_fingerprint=sha256, settings=ChunkSettings())
-            vectors = EMBEDDER.embed([chunk.text for chunk in chunks])
-            revisions.store_chunks(session, source, [
-                revisions.ChunkRow(c.chunk_id, c.ordinal, c.text, c.locator, v.tobytes()) for c, v in zip(chunks, vectors)
-            ], embedder=EMBEDDER.name)
-        revisions.activate(session, notebook, draft)
-        jobs.transition(session, job.id, ("running",), "succeeded", done=len(files), total=len(files))
-        return draft.id
 
 
 @contextmanager
