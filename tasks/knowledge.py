@@ -102,7 +102,10 @@ def unit(self: Task, job_id: str, plan_key: str) -> bool:
                 if job is None:
                     return False
                 stages.store_written(session, job, plan_key, draft)
-                draft = NoteDraft.from_dict(jobs.output(session, job_id, "write", plan_key))  # another run's, if it stored first
+                kept = jobs.output(session, job_id, "write", plan_key)  # another run's, if it stored first
+                if kept is None:  # the job was restarted from an earlier stage meanwhile: this note is not its
+                    return False
+                draft = NoteDraft.from_dict(kept)
         checked = draft if isinstance(draft, CheckResult) else stages.check(writer, document, plan, draft)
         with svc.db.session() as session:
             job = _running(session, job_id)
@@ -139,29 +142,39 @@ def send_event(event_id: str) -> None:
 
 
 @shared_task(name="knowledge.event", bind=True, max_retries=MODEL_RETRIES)
-def event(self: Task, event_id: str) -> str | None:
-    """Process one change event (once: a done event is left as it is); a failure ends it
-    ``failed`` with its reason, after the retries a model that cannot be reached is given.
-    The event is claimed, processed and marked done in transactions of their own: a model's
-    decisions take seconds, and no write lock is held meanwhile (``knowledge_concepts``)."""
+def event(self: Task, event_id: str, token: str | None = None) -> str | None:
+    """Process one change event (once: a done event is left as it is). Claimed, processed and
+    marked done in transactions of their own, none held while an engine works
+    (``knowledge_concepts``); the lease is renewed before each request to a model, and a message
+    that lost the event to the sweeper's resend stops. A model that cannot be reached, or notes
+    that kept changing, are tried again (``token`` lets the retry take up its own event); any
+    other failure ends the event ``failed`` with its reason."""
     svc = services()
+    guard = None
     try:
         with svc.db.session() as session:
             found = session.get(KnowledgeEvent, event_id)
-            if found is None or not events.claim(found, lease()):
+            token = events.claim(found, lease(), token) if found is not None else None
+            if token is None:
                 return None
-            ref = knowledge_concepts.EventRef(found.id, found.notebook_id, found.kind, dict(found.subject))
-        result = knowledge_concepts.process(svc.db, ref, svc.concept_engine, _heartbeat(event_id))
+            stored = events.stored(found)
+            ref = knowledge_concepts.EventRef(found.id, found.notebook_id, found.kind, dict(found.subject),
+                                              tuple(stored) if stored is not None else None)
+        guard = EventLease(event_id, token)
+        result = knowledge_concepts.process(svc.db, ref, svc.concept_engine, guard, final=self.request.retries >= MODEL_RETRIES)
         with svc.db.session() as session:
-            found = session.get(KnowledgeEvent, event_id)
-            if found is None or found.state != "running":
-                return None
-            events.done(found, result)
+            guard.holds(session)
+            events.done(session.get(KnowledgeEvent, event_id), result)
         log.info("knowledge event %s (%s) processed: %s", event_id, ref.kind, result)
         return "done"
+    except knowledge_concepts.EventLost:
+        log.warning("knowledge event %s was taken over by another message; this one stops", event_id)
+        return None
     except Exception as err:  # noqa: BLE001 (the contract: a failure has its reason)
-        if isinstance(err, PipelineError) and err.code == "LLM_UNAVAILABLE" and self.request.retries < MODEL_RETRIES:
-            raise self.retry(countdown=MODEL_RETRY_SECONDS * 2 ** self.request.retries) from err
+        transient = isinstance(err, PipelineError) and err.code in knowledge_concepts.TRANSIENT
+        if transient and guard is not None and self.request.retries < MODEL_RETRIES:
+            raise self.retry(countdown=MODEL_RETRY_SECONDS * 2 ** self.request.retries,
+                             kwargs={"token": guard.token}) from err
         log.exception("knowledge event %s failed", event_id)
         with svc.db.session() as session:
             failed = session.get(KnowledgeEvent, event_id)
@@ -170,23 +183,26 @@ def event(self: Task, event_id: str) -> str | None:
         return None
 
 
-def _heartbeat(event_id: str) -> knowledge_concepts.Heartbeat:
-    """Renews the event's lease when a quarter of it has passed since the last renewal, so that
-    the sweeper does not resend an event a model is still working on (and costs nothing for the
-    offline engine, whose events end in milliseconds)."""
-    renewed = time.monotonic()
+class EventLease:
+    """The event as one message holds it (``knowledge_concepts.Guard``): its token, renewed before
+    each request to an engine once a fifth of the lease has passed, so a request (bounded at 0.8
+    of a lease) never outlives it; and checked in every write transaction."""
 
-    def beat() -> None:
-        nonlocal renewed
-        if time.monotonic() - renewed < lease().total_seconds() / 4:
+    def __init__(self, event_id: str, token: str) -> None:
+        self.event_id, self.token = event_id, token
+        self.renewed = time.monotonic()
+
+    def beat(self) -> None:
+        if time.monotonic() - self.renewed < lease().total_seconds() / 5:
             return
         with services().db.session() as session:
-            found = session.get(KnowledgeEvent, event_id)
-            if found is not None and found.state == "running":
-                events.claim(found, lease())
-        renewed = time.monotonic()
+            self.holds(session)
+            self.token = events.renew(session.get(KnowledgeEvent, self.event_id), lease())
+        self.renewed = time.monotonic()
 
-    return beat
+    def holds(self, session: Session) -> None:
+        if not events.holds(session.get(KnowledgeEvent, self.event_id), self.token):
+            raise knowledge_concepts.EventLost(self.event_id)
 
 
 def _running(session: Session, job_id: str) -> KnowledgeJob | None:

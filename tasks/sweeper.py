@@ -58,7 +58,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
         lost_knowledge = _recover(knowledge_jobs.recoverable(session, queued_before=queued_before), knowledge_jobs.cancelled,
                                   knowledge_jobs.fail, attempts, held_for)
         lost_events = _recover(knowledge_events.recoverable(session, queued_before=queued_before), None, knowledge_events.fail,
-                               attempts, held_for)
+                               attempts, held_for, taken_back=knowledge_events.take_back)
     for analysis_id in lost_analyses:
         advance_analysis.delay(analysis_id, resend=True)
     for job_id in lost_knowledge:
@@ -86,11 +86,12 @@ def sweep_jobs(lost_before: str | None = None) -> int:
 
 def _recover(
     found: Sequence[Leased], cancelled: Callable[[Any], None] | None, fail: Callable[[Any, str, str], None], max_attempts: int,
-    held_for: timedelta,
+    held_for: timedelta, *, taken_back: Callable[[Any], None] = lambda row: None,
 ) -> list[str]:
-    """Analyses or knowledge jobs to advance again (every step or unit still without a result is
-    resent); one resent ``max_attempts`` times ends: whatever kills its workers would kill the
-    next one too. A step or unit that finishes sets the attempts back to 0."""
+    """Analyses, knowledge jobs or events to send again (every step or unit still without a result
+    is resent; ``taken_back`` lets the resent message take over one that a worker held); one resent
+    ``max_attempts`` times ends: whatever kills its workers would kill the next one too. A step or
+    unit that finishes sets the attempts back to 0."""
     resend = []
     for row in found:
         if row.state == "cancelling" and cancelled is not None:  # its worker is gone: nothing is left to stop
@@ -101,6 +102,7 @@ def _recover(
         if row.attempts > max_attempts:
             fail(row, ingestion.ATTEMPTS_EXHAUSTED, ingestion.attempts_exhausted(max_attempts))
         else:
+            taken_back(row)
             resend.append(row.id)
     return resend
 

@@ -162,6 +162,8 @@ def cancel_job(notebook_id: str, job_id: str):  # type: ignore[no-untyped-def]
         notebook = visible_notebook(session, principal, notebook_id)
         job = access.job(session, notebook, job_id)
         jobs.request_cancel(job)
+        if job.state in ("cancelling", "cancelled"):  # a person's cancel: a restore of its source does not undo it
+            job.error_code = job.error = None
         return job_json(session, job)
 
 

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.orm import Session
 
@@ -44,91 +43,138 @@ from pipeline.knowledge.concepts import (
 )
 from pipeline.types import PipelineError
 from storage.db import Database
-from storage.knowledge import concepts, sources
-from storage.models import KnowledgeConcept, KnowledgeModule, KnowledgeNote, KnowledgeSourceVersion, Notebook
+from storage.knowledge import concepts, events, sources
+from storage.models import KnowledgeConcept, KnowledgeEvent, KnowledgeModule, KnowledgeNote, KnowledgeSourceVersion, Notebook
 
 # Decisions that store nothing.
 _IDLE = ("no_change", "invalid", "conflict")
-# How often a decision or a build is made again because the notebook changed under it.
+# How often a decision or a build is made again because what it rests on changed under it.
 MAX_TRIES = 3
 # A concept a note founds in this event, before it has an id.
 _FOUNDED = "founded:"
+# Failures that pass: the task tries the event again (what was stored stays stored).
+TRANSIENT = ("LLM_UNAVAILABLE", "KNOWLEDGE_BUSY")
 
-Heartbeat = Callable[[], None]
+
+class EventLost(Exception):
+    """Another message took the event over (the sweeper's, after this worker's lease lapsed):
+    this one stops, storing nothing more."""
+
+
+class Guard(Protocol):
+    """The event's lease as the message working on it holds it."""
+
+    def beat(self) -> None:
+        """Before each request to an engine: keep the lease, or raise ``EventLost``."""
+
+    def holds(self, session: Session) -> None:
+        """Inside each write transaction: raise ``EventLost`` unless the event is still ours."""
+
+
+class Unguarded:
+    """For a caller that holds no lease (a test driving one step)."""
+
+    def beat(self) -> None:
+        return None
+
+    def holds(self, session: Session) -> None:
+        return None
 
 
 @dataclass(frozen=True)
 class EventRef:
-    """The event as its claim read it."""
+    """The event as its claim read it; ``stored``: the modules its stored decisions touched,
+    when a message before this one got that far."""
 
     id: str
     notebook_id: str
     kind: str
     subject: dict[str, Any]
+    stored: tuple[str, ...] | None = None
 
 
 @dataclass
 class _Reading:
-    """What one read saw: the notes to offer, the other sources' notes, the candidates, the
-    modules the event touches without a decision, and a digest of all a decision rests on."""
+    """What one read saw: the notes to offer and the candidates of each, the other sources' notes,
+    the modules the event touches without a decision, and a digest of what decisions rest on."""
 
     offered: list[NoteInput] = field(default_factory=list)
+    candidates: dict[str, list[Candidate]] = field(default_factory=dict)
     others: list[NoteInput] = field(default_factory=list)
-    candidates: list[Candidate] = field(default_factory=list)
     touched: set[str] = field(default_factory=set)
     digest: str = ""
 
 
-def process(db: Database, event: EventRef, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None) -> dict[str, Any]:
-    """Apply ``event``; what changed, by module and by concept. ``heartbeat`` is called after
-    each piece of an engine's work (the task renews its lease there)."""
+def process(db: Database, event: EventRef, engine: ConceptEngine, guard: Guard = Unguarded(), *,
+            final: bool = True) -> dict[str, Any]:
+    """Apply ``event``; what changed, by module and by concept. Unless ``final`` (the task's last
+    try), a model that cannot be reached raises for the task to try again."""
     problems: list[str] = []
-    for _ in range(MAX_TRIES):
+    affected = set(event.stored) if event.stored is not None else None
+    for _ in range(MAX_TRIES if affected is None else 0):
         with db.reader() as session:
             reading = _read(session, session.get(Notebook, event.notebook_id), event)
-        decided, found = _decide(reading, engine, heartbeat)
+        decided, found = _decide(reading, engine, guard)
         with db.session() as session:
+            guard.holds(session)
             notebook = session.get(Notebook, event.notebook_id)
-            if reading.offered and _digest(session, notebook) != reading.digest:
-                continue  # a note or a concept changed while the engine decided: decide again
+            if reading.offered and _digest(session, reading.offered, reading.candidates) != reading.digest:
+                continue  # an offered note or one of its candidates changed while the engine decided
             affected = reading.touched | _store(session, notebook, event, decided)
+            events.mark_stored(session.get(KnowledgeEvent, event.id), sorted(affected))
             problems = found
             break
-    else:
-        raise PipelineError("KNOWLEDGE_BUSY", f"The notebook's notes kept changing while {MAX_TRIES} decisions were made.")
-    modules = {module_id: rebuild_module(db, module_id, engine, heartbeat, problems) for module_id in sorted(affected)}
+    if affected is None:
+        raise PipelineError("KNOWLEDGE_BUSY", f"The notes kept changing while {MAX_TRIES} decisions were made.")
+    modules = {module_id: rebuild_module(db, module_id, engine, guard, problems, final=final) for module_id in sorted(affected)}
     with db.session() as session:
+        guard.holds(session)
         touched = sorted({session.get(KnowledgeModule, module_id).concept_id for module_id in modules})
         published = {concept_id: concepts.publish_concept(session, session.get(KnowledgeConcept, concept_id), event.id)
                      for concept_id in touched}
-    return {"modules": modules, "concepts": published, "problems": problems[:20]}
+    return {"modules": modules, "concepts": published, "problems": list(dict.fromkeys(problems))[:20]}
 
 
-def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, heartbeat: Heartbeat = lambda: None,
-                   problems: list[str] | None = None) -> str:
+def rebuild_module(db: Database, module_id: str, engine: ConceptEngine, guard: Guard = Unguarded(),
+                   problems: list[str] | None = None, *, final: bool = True) -> str:
     """Rebuild one module from its valid contributions (``concepts.settle``/``store_body``): the
-    engine builds outside any transaction; a builder that fails (a model down, one that wrote
-    nothing that holds, a module its judge refused) leaves the module kept or suspended, and says
-    why in ``problems``; a later event rebuilds it."""
+    engine builds and judges outside any transaction. A module it cannot build (a model that wrote
+    nothing that holds, a module its judge refused; a model down, on the last try) is kept or
+    suspended, and ``problems`` says why; a later event rebuilds it."""
     for _ in range(MAX_TRIES):
         with db.session() as session:
+            guard.holds(session)
             module = session.get(KnowledgeModule, module_id)
             settled = concepts.settle(session, module)
             if isinstance(settled, str):
                 return settled
             title, concept = module.title, session.get(KnowledgeConcept, module.concept_id).name
-        try:
-            body = engine.build_module(title, settled, concept=concept)
-        except PipelineError as err:
-            body = []
-            if problems is not None:
-                problems.append(f"module {module_id}: {err.message}")
-        heartbeat()
+        body, refused = _built(engine, guard, title, concept, settled, final=final)
         with db.session() as session:
+            guard.holds(session)
             outcome = concepts.store_body(session, session.get(KnowledgeModule, module_id), settled, body)
-            if outcome is not None:
-                return outcome
+        if outcome is not None:
+            if refused and problems is not None:
+                problems.append(f"{concept} / {title}: {refused}")
+            return outcome
     raise PipelineError("KNOWLEDGE_BUSY", f"Module {module_id}'s contributions kept changing while it was built.")
+
+
+def _built(engine: ConceptEngine, guard: Guard, title: str, concept: str, inputs: list[Any], *,
+           final: bool) -> tuple[list[dict[str, Any]], str]:
+    """The module's body and judged, or no body and why not."""
+    try:
+        guard.beat()
+        body = engine.build_module(title, inputs, concept=concept)
+        guard.beat()
+        problems = engine.judge_module(title, inputs, body, concept=concept) if body else ()
+    except PipelineError as err:
+        if err.code in TRANSIENT and not final:
+            raise
+        return [], err.message
+    if problems:
+        return [], "the module judge refused it: " + " ".join(problems)
+    return body, "" if body else "nothing its claims support was written"
 
 
 def _read(session: Session, notebook: Notebook, event: EventRef) -> _Reading:
@@ -144,21 +190,23 @@ def _read(session: Session, notebook: Notebook, event: EventRef) -> _Reading:
     elif event.kind in ("note_edited", "note_deleted"):
         # The note as it is *now*, whatever version the event names: an event may arrive late (a
         # resend after a newer edit's event ran), and acting on its own version would withdraw
-        # the current one's contributions.
+        # the current one's contributions. Every module any version of it fed is looked at.
         note = session.get(KnowledgeNote, subject["note_id"])
         active = note.active_version_id if note is not None and note.state == "active" else None
+        reading.touched = set(concepts.modules_fed_by_note(session, subject["note_id"]))
         reading.offered = [found for found in current if found.note_version_id == active]
     else:
         reading.touched = set(concepts.modules_fed_by(session, [v.id for v in sources.versions_of(session, subject["source_id"])]))
     if reading.offered:
         offered_source = reading.offered[0].source_version_id
         reading.others = [note for note in current if note.source_version_id != offered_source]
-        reading.candidates = concepts.candidates(session, notebook)
-        reading.digest = _digest(session, notebook)
+        every = concepts.candidates(session, notebook)
+        reading.candidates = {note.note_id: candidates_for(note, every) for note in reading.offered}
+        reading.digest = _digest(session, reading.offered, reading.candidates)
     return reading
 
 
-def _decide(reading: _Reading, engine: ConceptEngine, heartbeat: Heartbeat) -> tuple[list[tuple[NoteInput, Decision]], list[str]]:
+def _decide(reading: _Reading, engine: ConceptEngine, guard: Guard) -> tuple[list[tuple[NoteInput, Decision]], list[str]]:
     """The engine's checked decisions for every offered note, then for the other sources' notes
     that share the term of a concept an offered note founds (that concept their one candidate,
     named ``founded:<name>`` until it is stored); and the problems found, for the event's result."""
@@ -168,8 +216,7 @@ def _decide(reading: _Reading, engine: ConceptEngine, heartbeat: Heartbeat) -> t
     problems: list[str] = []
     founded: dict[str, Decision] = {}
     for note in reading.offered:
-        offered = candidates_for(note, reading.candidates)
-        for decision in _checked(engine, note, offered, shared, problems, heartbeat):
+        for decision in _checked(engine, note, reading.candidates[note.note_id], shared, problems, guard):
             decided.append((note, decision))
             if decision.kind == "new_concept":
                 founded.setdefault(normalize_name(decision.concept_name), decision)
@@ -177,40 +224,40 @@ def _decide(reading: _Reading, engine: ConceptEngine, heartbeat: Heartbeat) -> t
         placeholder = Candidate(_FOUNDED + name, decision.concept_name, (), (decision.module_key,))
         for note in reading.others:
             if name in terms_of[note.note_id]:
-                decided.extend((note, found) for found in _checked(engine, note, [placeholder], set(), problems, heartbeat)
+                decided.extend((note, found) for found in _checked(engine, note, [placeholder], set(), problems, guard)
                                if found.concept_id == placeholder.concept_id)
     return decided, problems
 
 
 def _checked(engine: ConceptEngine, note: NoteInput, offered: list[Candidate], shared: set[str], problems: list[str],
-             heartbeat: Heartbeat) -> list[Decision]:
+             guard: Guard) -> list[Decision]:
     """The engine's decisions for ``note`` that code accepts and that store something; what was
-    wrong with the others, and what a model flagged for review, become problems. A model whose
-    answer cannot be read decides nothing for this note (a problem too); one that cannot be
-    reached stops the event, which the task retries."""
+    wrong with the others, and what a model flagged for review, become problems (named by the
+    note's title, for a person to find it). A model whose answer cannot be read decides nothing
+    for this note (a problem too); one that cannot be reached stops the event, which the task
+    tries again."""
+    guard.beat()
     try:
         made = engine.decide(note, offered, shared)
     except PipelineError as err:
-        if err.code == "LLM_UNAVAILABLE":
+        if err.code in TRANSIENT:
             raise
-        problems.append(f"{note.note_id}: review: {err.message}")
+        problems.append(f"{note.title}: the decision could not be read: {err.message}")
         return []
-    finally:
-        heartbeat()
     decisions, found = validate(note, offered, made)
-    problems.extend(f"{note.note_id}: {problem}" for problem in found)
-    problems.extend(f"{note.note_id}: review ({d.kind}): {d.reason or 'no reason given'}" for d in decisions if d.kind in ("invalid", "conflict"))
+    problems.extend(f"{note.title}: {problem}" for problem in found)
+    problems.extend(f"{note.title}: to review ({d.kind}): {d.reason or 'no reason given'}" for d in decisions if d.kind in ("invalid", "conflict"))
     return [decision for decision in decisions if decision.kind not in _IDLE]
 
 
 def _store(session: Session, notebook: Notebook, event: EventRef, decided: list[tuple[NoteInput, Decision]]) -> set[str]:
     """Store the decided contributions (after withdrawing an edited or deleted note's superseded
-    ones); the modules fed or left."""
+    ones); the modules fed."""
     affected: set[str] = set()
     if event.kind in ("note_edited", "note_deleted"):
         note = session.get(KnowledgeNote, event.subject["note_id"])
         active = note.active_version_id if note is not None and note.state == "active" else None
-        affected |= set(concepts.withdraw_superseded(session, event.subject["note_id"], active))
+        concepts.withdraw_superseded(session, event.subject["note_id"], active)
     for note, decision in decided:
         concept = None
         if decision.concept_id is not None and not decision.concept_id.startswith(_FOUNDED):
@@ -224,10 +271,12 @@ def _store(session: Session, notebook: Notebook, event: EventRef, decided: list[
     return affected
 
 
-def _digest(session: Session, notebook: Notebook) -> str:
-    """What decisions rest on: every current note version and every concept with its names and
-    modules, read by ids and names only (it is read again inside the write transaction). Equal
-    digests mean a decision made on the first read holds on the second."""
-    named = [(c.concept_id, c.name, list(c.aliases), list(c.module_keys)) for c in concepts.candidates(session, notebook)]
-    state = [concepts.current_note_versions(session, notebook), named]
-    return hashlib.sha256(json.dumps(state, separators=(",", ":")).encode()).hexdigest()
+def _digest(session: Session, offered: list[NoteInput], candidates: dict[str, list[Candidate]]) -> str:
+    """What the decisions rest on, read by ids and names only (it is read again inside the write
+    transaction): the offered notes' active versions, and the candidates offered to them with
+    their names and modules. A change elsewhere in the notebook (a concept founded by another
+    source's event) does not make them decide again: a name founded twice is one concept anyway."""
+    notes = concepts.active_versions_of(session, [note.note_id for note in offered])
+    ids = sorted({c.concept_id for found in candidates.values() for c in found})
+    named = [(c.concept_id, c.name, list(c.aliases), list(c.module_keys)) for c in concepts.candidates_by_id(session, ids)]
+    return hashlib.sha256(json.dumps([notes, named], separators=(",", ":")).encode()).hexdigest()

@@ -10,8 +10,8 @@ Nothing a model answers is taken on trust:
   words (the claim and its evidence snippets) support it lexically (chat's ``citations.supports``),
   and it carries that claim's evidence, so every point of a module still rests on a page. A point
   naming no claim, a second point on one claim, and an over-long one are dropped and counted
-  (``last_dropped``). Then a module judge (a second request) reads the points against their
-  claims; a module it refuses, or whose verdict cannot be read, is not published.
+  (``last_dropped``). A module judge (``judge_module``, a second request) reads the points
+  against their claims; the caller publishes no module it refuses.
 Requests are bounded as the note writer's are (``ChatEndpoint.complete``). A transport failure is
 ``LLM_UNAVAILABLE``; an answer that is not the JSON asked for is ``LLM_BAD_RESPONSE``.
 """
@@ -35,7 +35,6 @@ from pipeline.knowledge.concepts import (
     claim_points,
     module_title,
 )
-from pipeline.types import PipelineError
 
 log = logging.getLogger(__name__)
 
@@ -91,32 +90,31 @@ class LLMConceptEngine:
         answer = reply.json_object(self.endpoint.complete(module_messages(concept or title, title, offered, MAX_POINTS),
                                                           max_tokens=max_tokens))
         points: list[dict[str, Any]] = []
-        used: list[int] = []  # the claim each kept point restates, in order
+        used: set[int] = set()
         for item in reply.listed(answer, "points"):
             ref, text = reply.number(item.get("ref")) if isinstance(item, dict) else None, reply.text(item, "text")
             claim = offered[ref - 1][2] if ref is not None and 1 <= ref <= len(offered) and ref not in used else None
             if claim is None or not text or len(text) > MAX_POINT_CHARS or not supports(_words_of(claim), text):
                 self.last_dropped += 1
                 continue
-            used.append(ref)
+            used.add(ref)
             points.append({**claim, "text": text})
             if len(points) == MAX_POINTS:
                 break
         log.info("module %r: %d points kept, %d dropped", title, len(points), self.last_dropped)
-        if points:
-            self._judge(concept or title, title, offered, [(ref, point["text"]) for ref, point in zip(used, points, strict=True)])
         return points
 
-    def _judge(self, concept: str, title: str, offered: list[tuple[int, ContributionInput, dict[str, Any]]],
-               points: list[tuple[int, str]]) -> None:
-        """The module judge (the seed's): a second request reads the points against the claims
-        they restate; a module it refuses is not published (``MODULE_REFUSED``, with its problems),
-        nor one whose verdict cannot be read."""
-        answer = reply.json_object(self.endpoint.complete(module_judge_messages(concept, title, offered, points),
+    def judge_module(self, title: str, contributions: list[ContributionInput], points: list[dict[str, Any]], *,
+                     concept: str = "") -> tuple[str, ...]:
+        """The module judge (the seed's), a second request: the kept points read against the claims
+        they restate; its problems, or ``()`` when the module holds. A verdict that cannot be read
+        is a bad response: nothing is published unjudged."""
+        offered = _in_turns(contributions)[:MAX_MODULE_CLAIMS]
+        refs = {(point["note_version_id"], point["claim_key"]): ref for ref, (_, _, point) in enumerate(offered, start=1)}
+        judged = [(refs.get((point["note_version_id"], point["claim_key"]), 0), point["text"]) for point in points]
+        answer = reply.json_object(self.endpoint.complete(module_judge_messages(concept or title, title, offered, judged),
                                                           max_tokens=_JUDGE_TOKENS))
-        problems = reply.verdict(answer, "the module", _UNSAID)
-        if problems:
-            raise PipelineError("MODULE_REFUSED", "The module judge refused it: " + " ".join(problems))
+        return reply.verdict(answer, "the module", _UNSAID)
 
 
 def _named(items: list[Any], ref: Any) -> Any:

@@ -31,6 +31,8 @@ MAX_DECISIONS = 3
 MAX_CANDIDATES = 8
 # A module's body: enough points to read as an overview, few enough to check by eye.
 MAX_POINTS = 12
+# A concept's name names a subject; a sentence is no name (whichever engine proposes it).
+MAX_NAME_CHARS = 80
 OVERVIEW = "overview"
 DECISION_KINDS = ("supplement", "new_module", "new_concept", "evidence_only", "no_change", "invalid", "conflict")
 # Decisions that feed a module with blocks of the note; those that name a concept that exists.
@@ -136,6 +138,9 @@ class ConceptEngine(Protocol):
 
     def build_module(self, title: str, contributions: list[ContributionInput], *, concept: str = "") -> list[dict[str, Any]]: ...
 
+    def judge_module(self, title: str, contributions: list[ContributionInput], points: list[dict[str, Any]], *,
+                     concept: str = "") -> tuple[str, ...]: ...
+
 
 class OfflineConceptEngine:
     """Decisions from shared terms and modules that quote claims: deterministic, no model."""
@@ -190,6 +195,11 @@ class OfflineConceptEngine:
             picks.extend(((turn, number), (number, position), point) for turn, (_, position, point) in enumerate(points))
         chosen = sorted(picks, key=lambda pick: pick[0])[:MAX_POINTS]
         return [point for _, _, point in sorted(chosen, key=lambda pick: pick[1])]
+
+    def judge_module(self, title: str, contributions: list[ContributionInput], points: list[dict[str, Any]], *,
+                     concept: str = "") -> tuple[str, ...]:
+        """No judge: every point quotes a claim with its evidence, word for word."""
+        return ()
 
 
 def validate(note: NoteInput, candidates: list[Candidate], decisions: list[Decision]) -> tuple[list[Decision], list[str]]:
@@ -251,6 +261,8 @@ def _problem(decision: Decision, by_id: dict[str, Candidate], named: dict[str, s
             return "a new concept names an existing one"
         if not name:
             return "a new concept needs a name"
+        if len(decision.concept_name) > MAX_NAME_CHARS:
+            return f"a concept's name is at most {MAX_NAME_CHARS} characters"
         if name in named:
             return f"the name is concept {named[name]}'s"
     elif decision.kind in _EXISTING:

@@ -43,8 +43,17 @@ from storage.models import (
 def candidates(session: Session, notebook: Notebook) -> list[Candidate]:
     """The notebook's concepts that a note may feed (withdrawn ones included: a new contribution
     brings one back), with their modules' keys."""
-    concepts = list(session.scalars(select(KnowledgeConcept).where(in_notebook(KnowledgeConcept, notebook))
-                                    .order_by(KnowledgeConcept.created_at, KnowledgeConcept.id)))
+    query = select(KnowledgeConcept).where(in_notebook(KnowledgeConcept, notebook))
+    return _as_candidates(session, list(session.scalars(query.order_by(KnowledgeConcept.created_at, KnowledgeConcept.id))))
+
+
+def candidates_by_id(session: Session, concept_ids: list[str]) -> list[Candidate]:
+    """The concepts named, as ``candidates`` shows them (in id order)."""
+    return _as_candidates(session, list(session.scalars(select(KnowledgeConcept).where(
+        KnowledgeConcept.id.in_(concept_ids)).order_by(KnowledgeConcept.id))))
+
+
+def _as_candidates(session: Session, concepts: list[KnowledgeConcept]) -> list[Candidate]:
     modules: dict[str, list[str]] = {}
     for module in session.scalars(select(KnowledgeModule).where(KnowledgeModule.concept_id.in_([c.id for c in concepts]))
                                   .order_by(KnowledgeModule.created_at, KnowledgeModule.id)):
@@ -71,14 +80,10 @@ def current_notes(session: Session, notebook: Notebook, *, source_version_ids: I
     return [note_input(note, version) for note, version in session.execute(query.order_by(KnowledgeNote.source_version_id, KnowledgeNote.plan_key))]
 
 
-def current_note_versions(session: Session, notebook: Notebook) -> list[tuple[str, str, str]]:
-    """(note, active version, source version) of the notes ``current_notes`` would read, ids
-    only: what a decision rests on, cheap enough to read again inside a write transaction."""
-    query = (
-        select(KnowledgeNote.id, KnowledgeNote.active_version_id, KnowledgeNote.source_version_id)
-        .join(KnowledgeSource, KnowledgeSource.active_version_id == KnowledgeNote.source_version_id)
-        .where(in_notebook(KnowledgeNote, notebook), KnowledgeNote.state == "active", KnowledgeSource.state == "active")
-    )
+def active_versions_of(session: Session, note_ids: list[str]) -> list[tuple[str, str | None, str]]:
+    """(note, active version, state) of the notes named, ids only: cheap enough to read again
+    inside a write transaction."""
+    query = select(KnowledgeNote.id, KnowledgeNote.active_version_id, KnowledgeNote.state).where(KnowledgeNote.id.in_(note_ids))
     return sorted(tuple(row) for row in session.execute(query))
 
 
@@ -125,21 +130,23 @@ def contribute(
     return contribution
 
 
-def withdraw_superseded(session: Session, note_id: str, current_version_id: str | None) -> list[str]:
+def withdraw_superseded(session: Session, note_id: str, current_version_id: str | None) -> None:
     """Withdraw the contributions of ``note_id``'s other versions (an edit moved its pointer, or
-    the note was deleted); the modules they fed, to rebuild."""
+    the note was deleted); the modules they fed are among ``modules_fed_by_note``."""
     query = select(KnowledgeContribution).where(KnowledgeContribution.note_id == note_id, KnowledgeContribution.state == "valid")
-    modules = []
     for contribution in session.scalars(query):
         if contribution.note_version_id != current_version_id:
             contribution.state, contribution.invalidated_at = "invalid", utcnow()
-            modules.append(contribution.module_id)
-    return modules
 
 
 def modules_fed_by(session: Session, source_version_ids: list[str]) -> list[str]:
     query = select(KnowledgeContribution.module_id).where(KnowledgeContribution.source_version_id.in_(source_version_ids))
     return sorted(set(session.scalars(query)))
+
+
+def modules_fed_by_note(session: Session, note_id: str) -> list[str]:
+    """Every module any version of the note fed, valid or withdrawn."""
+    return sorted(set(session.scalars(select(KnowledgeContribution.module_id).where(KnowledgeContribution.note_id == note_id))))
 
 
 def valid_contributions(session: Session, module_id: str) -> list[ContributionInput]:

@@ -239,7 +239,7 @@ def test_an_event_that_fails_says_why(both: tuple[Instance, str, dict[str, str]]
     with no reason."""
     instance, notebook_id, ids = both
 
-    def broken(*args: Any) -> Any:
+    def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("the concept store is broken")
 
     monkeypatch.setattr(knowledge_concepts, "process", broken)

@@ -245,12 +245,20 @@ def test_a_source_restored_after_its_deletion_stopped_its_job_takes_the_job_up_w
     snapshot = instance.call("GET", f"{base}/sources/{added['source']['id']}").json["active_version"]["source_note_version_id"]
     assert instance.call("GET", f"{base}/source-notes/{snapshot}").json["toc"]
 
-    cancelled = add(instance, notebook_id, "dmca").json  # a job a person cancelled stays cancelled through a restore
-    instance.call("POST", f"{base}/jobs/{cancelled['version']['job']['id']}/cancel")
-    finished(instance, notebook_id, cancelled["version"]["job"]["id"])
-    instance.call("DELETE", f"{base}/sources/{cancelled['source']['id']}")
-    instance.call("POST", f"{base}/sources/{cancelled['source']['id']}/restore")
-    assert instance.call("GET", f"{base}/jobs/{cancelled['version']['job']['id']}").json["state"] == "cancelled"
+    other: list[dict[str, Any]] = []  # deleted while its job runs, then the job cancelled by a person: it stays cancelled
+
+    def deleting_then_cancelling(self: OfflineNoteWriter, document: Any, plan: Any) -> NoteDraft:
+        if not other[0].get("stopped"):
+            other[0]["stopped"] = True
+            instance.call("DELETE", f"{base}/sources/{other[0]['source']['id']}")
+            instance.call("POST", f"{base}/jobs/{other[0]['version']['job']['id']}/cancel")
+        return real(self, document, plan)
+
+    monkeypatch.setattr(OfflineNoteWriter, "write", deleting_then_cancelling)
+    other.append(add(instance, notebook_id, "dmca").json)
+    assert finished(instance, notebook_id, other[0]["version"]["job"]["id"])["state"] == "cancelled"
+    instance.call("POST", f"{base}/sources/{other[0]['source']['id']}/restore")
+    assert instance.call("GET", f"{base}/jobs/{other[0]['version']['job']['id']}").json["state"] == "cancelled"
 
 
 def test_refusals_say_why_and_change_nothing(kb: tuple[Instance, str]) -> None:

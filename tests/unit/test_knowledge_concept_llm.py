@@ -84,18 +84,24 @@ def test_a_module_keeps_each_point_that_its_claim_supports_with_that_claims_evid
     assert model.last_dropped == 4
     sent = json.loads(requests(log)[0]["messages"][1]["content"])
     assert sent["concept"] == "Computational problem" and {c["source"] for c in sent["claims"]} == {1, 2}
+    assert model.judge_module("Overview", inputs, body, concept="Computational problem") == ()
     judged = json.loads(requests(log)[1]["messages"][1]["content"])
     assert judged["points"] == [{"ref": 1, "text": first_a["text"]}, {"ref": 2, "text": first_b["text"]}], "the judge reads what was kept"
 
 
-def test_a_module_its_judge_refuses_is_not_published(fake_server: Script) -> None:
+def test_a_module_judge_says_what_is_wrong_or_its_verdict_cannot_be_read(fake_server: Script) -> None:
     c = source_c()
     inputs = [ContributionInput("k-c", c.note_version_id, c.source_version_id, ("b1",), c)]
     refusing = {**JUDGE_OK, "text": json.dumps({"ok": False, "problems": ["Point 1 drops the year the crisis began."]})}
     url, _ = fake_server([{"text": json.dumps({"points": [{"text": "{claim:1}", "ref": 1}]})}, refusing])
+    model = engine(url)
+    body = model.build_module("Overview", inputs, concept="Oil crisis")
+    assert body and model.judge_module("Overview", inputs, body, concept="Oil crisis") == ("Point 1 drops the year the crisis began.",)
+    unreadable = {**JUDGE_OK, "text": '{"verdict": "fine"}'}
+    url, _ = fake_server([{"text": json.dumps({"points": [{"text": "{claim:1}", "ref": 1}]})}, unreadable])
     with pytest.raises(PipelineError) as raised:
-        engine(url).build_module("Overview", inputs, concept="Oil crisis")
-    assert raised.value.code == "MODULE_REFUSED" and "drops the year" in raised.value.message
+        engine(url).judge_module("Overview", inputs, body, concept="Oil crisis")
+    assert raised.value.code == "LLM_BAD_RESPONSE", "nothing is published unjudged"
 
 
 def test_a_restatement_is_kept_when_the_claims_words_support_it(fake_server: Script) -> None:
