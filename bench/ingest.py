@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/ingest.py [--resources 300] [--workers 1,2,4] [--no-double] [--shared]
                                         [--embedded] [--no-distinct] [--code DIR ...] [--repeat 3]
-                                        [--web-processes 2]
+                                        [--web-processes 2] [--documents pdf|markdown]
 
 Runs real processes (redis-server, gnosi serve, a coordinator worker and N extract workers, one
 compute thread each) on corpus PDFs and prints one table. Peak memory is the largest resident set
@@ -16,6 +16,12 @@ unique comment line after its end, which PDFium reads unchanged (same pages, sam
 pipeline caches extractions by content hash, so resources cycling over the same 11 files
 (``--no-distinct``, the old behaviour) are extracted 11 times whatever their number: the figures
 then measure the cache, not the pipeline. The "extractions" column counts the extractions made.
+
+``--documents markdown`` ingests Markdown notes instead (two consecutive SQuAD paragraphs each, as
+the analysis tests make them: tests/support/analysis_live.py; distinct by their text): text extraction costs
+next to nothing, so the figures are the pipeline's own (steps, messages, chunking, embedding,
+indexing), which a comparison of two codes whose PDF extractors differ cannot isolate. Its "pages"
+are documents, and "raw" times the text extractor.
 
 ``--code DIR`` (repeatable) runs every configuration also with the code of another checkout, e.g.
 the commit before a change (``git worktree add ../wt-old 00b93eb``: beside this checkout, so the
@@ -47,6 +53,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
 
+from support.analysis_live import squad_notes  # noqa: E402
 from support.live import Deployment, deployment  # noqa: E402
 from support.processes import tree_cpu_seconds, tree_peak_kib  # noqa: E402
 from support.services import CORPUS  # noqa: E402
@@ -97,22 +104,25 @@ import json, sys, time
 from pathlib import Path
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.extractors.pdf import PdfExtractor
+from pipeline.extractors.text import TextExtractor
 files = [Path(name) for name in json.loads(sys.argv[1])]
-pdf, limits = PdfExtractor(), ExtractLimits()
+pdf = sys.argv[2] == "pdf"
+extractor, mime, limits = (PdfExtractor(), "application/pdf", ExtractLimits()) if pdf else (TextExtractor(), "text/markdown", ExtractLimits())
 for path in dict.fromkeys(files):  # warm: library start-up and the page cache are not extraction
-    pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits)
-pages, started = 0, time.perf_counter()
+    extractor.extract(path.read_bytes(), filename=path.name, mime=mime, limits=limits)
+units, started = 0, time.perf_counter()
 for path in files:
-    pages += pdf.extract(path.read_bytes(), filename=path.name, mime="application/pdf", limits=limits).page_count or 0
-print(pages / (time.perf_counter() - started))
+    extracted = extractor.extract(path.read_bytes(), filename=path.name, mime=mime, limits=limits)
+    units += (extracted.page_count or 0) if pdf else 1
+print(units / (time.perf_counter() - started))
 """
 
 
-def raw_pages_per_second(files: list[Path], code: Code) -> float:
-    """PDFium alone, in one process, with ``code``'s extractor: the pipeline's decoder helper is
-    part of what is compared."""
+def raw_units_per_second(files: list[Path], code: Code, documents: str) -> float:
+    """The extractor alone, in one process, with ``code``'s extractor (PDFium's pages, or text
+    documents): the pipeline's decoder helper is part of what is compared."""
     done = subprocess.run(
-        [sys.executable, "-c", _RAW, json.dumps([str(path) for path in files])], cwd=code.root,
+        [sys.executable, "-c", _RAW, json.dumps([str(path) for path in files]), documents], cwd=code.root,
         env={**os.environ, "PYTHONPATH": str(code.root)}, check=True, capture_output=True, text=True,
     )
     return float(done.stdout.strip().splitlines()[-1])
@@ -186,10 +196,12 @@ def check_code(pids: Iterable[int], code: Code) -> None:
             raise RuntimeError(f"process {pid} runs with (cwd, PYTHONPATH) {found}, not the code of {code.label}")
 
 
-def run(config: Config, code: Code, tmp: Path, distinct: bool, web_processes: int) -> dict[str, Any]:
+def run(config: Config, code: Code, tmp: Path, distinct: bool, web_processes: int, documents: str) -> dict[str, Any]:
     vault = VaultBuilder(tmp / "vault")
-    files = resource_files(vault, config.resources, distinct)
-    ids = [vault.record(f"r{i:04d}", f"R {i}", file=file) for i, file in enumerate(files)]
+    if documents == "markdown":
+        ids = squad_notes(vault, config.resources)
+    else:
+        ids = [vault.record(f"r{i:04d}", f"R {i}", file=file) for i, file in enumerate(resource_files(vault, config.resources, distinct))]
     with ExitStack() as stack:
         d = stack.enter_context(deployment(
             tmp, vault.root, vault.table_id, redis=config.layout != EMBEDDED, OMP_NUM_THREADS="1",
@@ -222,7 +234,7 @@ def run(config: Config, code: Code, tmp: Path, distinct: bool, web_processes: in
             raise RuntimeError(f"{config} with {code.label}: {available} of {sources} sources available")
         return {
             "seconds": elapsed,
-            "pages": pages,
+            "pages": pages if documents == "pdf" else available,
             "extractions": extractions(d, revision),
             "peak_mib": max(peaks) / 1024,
             "cpu": cpu,
@@ -251,11 +263,18 @@ def main() -> None:
     parser.add_argument("--web-processes", type=int, default=2,
                         help="GNOSI_WEB_PROCESSES of the service (code from before it was a setting runs one)")
     parser.add_argument("--repeat", type=int, default=3, help="rounds; each figure is the median over rounds")
+    parser.add_argument("--documents", choices=("pdf", "markdown"), default="pdf",
+                        help="what the resources are (markdown: the pipeline's own cost, see the module docstring)")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     codes = [Code.at(REPO, "new"), *(Code.at(root, "old") for root in args.code)]
-    files = [CORPUS / "pdf" / name for name in PDFS]
-    files = [files[i % len(files)] for i in range(args.resources)]
+    if args.documents == "pdf":
+        files = [CORPUS / "pdf" / name for name in PDFS]
+        files = [files[i % len(files)] for i in range(args.resources)]
+    else:
+        raw_vault = VaultBuilder(Path(tempfile.mkdtemp(prefix="raw-markdown-")) / "vault")
+        squad_notes(raw_vault, args.resources)
+        files = sorted((raw_vault.root / "notes").glob("*.md"))
     layout = SHARED if args.shared else DEDICATED
     configs = [Config(layout, int(n), args.resources) for n in args.workers.split(",")]
     if not args.no_double:
@@ -269,18 +288,21 @@ def main() -> None:
     # Each configuration runs with every code back to back, a different code first each round.
     for round_ in range(args.repeat):
         for code in codes:
-            raws[code].append(raw_pages_per_second(files, code))
+            raws[code].append(raw_units_per_second(files, code, args.documents))
         for config in configs:
             for code in codes[round_ % len(codes):] + codes[:round_ % len(codes)]:
                 with tempfile.TemporaryDirectory() as tmp:
-                    row = run(config, code, Path(tmp), args.distinct, args.web_processes)
+                    row = run(config, code, Path(tmp), args.distinct, args.web_processes, args.documents)
                 samples[(config, code)].append({**row, "e2e_raw": row["pages"] / row["seconds"] / raws[code][-1]})
+    unit = "pages" if args.documents == "pdf" else "documents"
     print(f"corpus: {args.resources} resources over {len(PDFS)} PDFs, "
-          f"{'each with its own bytes' if args.distinct else 'the same files in turn'}; cores: {os.cpu_count()}")
+          f"{'each with its own bytes' if args.distinct else 'the same files in turn'}; cores: {os.cpu_count()}"
+          if args.documents == "pdf" else f"corpus: {args.resources} Markdown documents of SQuAD paragraphs; cores: {os.cpu_count()}")
     print("layouts: " + "; ".join(f"{name}: {LAYOUTS[name]}" for name in dict.fromkeys(c.layout for c in configs)))
     print("code: " + "; ".join(f"{code.label}: {code.root}" for code in codes))
     for code, measured in raws.items():
-        print(f"raw extractor of {code.label} (PDFium page text, one process): median {median(measured):.0f} pages/s "
+        print(f"raw extractor of {code.label} ({'PDFium page text' if unit == 'pages' else 'text'}, one process): "
+              f"median {median(measured):.0f} {unit}/s "
               f"(rounds: {', '.join(f'{raw:.0f}' for raw in measured)})")
     print(f"medians over {args.repeat} rounds; e2e / raw compares each run with its round's raw figure of the "
           "same code's extractor (what the pipeline costs beside extraction); speed-up "

@@ -89,13 +89,18 @@ def test_a_claim_of_a_source_note_opens_its_page_and_concepts_show_their_sources
     page_number = claim_page.get_attribute("data-page")
     shot(page, "knowledge-note")
     claim_page.click()
-    dialog = page.get_by_role("dialog", name="Cited evidence")
-    viewer = dialog.locator("[data-role=viewer]")
+    beside = panel.get_by_role("region", name="The cited page")  # a wide screen: the page opens beside the note
+    viewer = beside.locator("[data-role=viewer]")
     expect(viewer).to_have_attribute("data-state", "ready", timeout=60_000)
     expect(viewer.locator("[data-role=viewer-page-number]")).to_have_text(re.compile(rf"^Page {page_number} of 9$"))
     expect(viewer.locator(f".pdf-page[data-page-number='{page_number}']")).to_have_attribute("data-highlighted", "true")
+    expect(page.get_by_role("dialog", name="Cited evidence")).to_be_hidden()
+    expect(claim_page).to_be_visible()  # the note stays readable beside its page
+    reader_box, viewer_box = reader.bounding_box(), beside.bounding_box()
+    assert reader_box and viewer_box and viewer_box["x"] >= reader_box["x"] + reader_box["width"] - 1, (reader_box, viewer_box)
     shot(page, "knowledge-claim-page")
-    dialog.get_by_role("button", name="Close").click()
+    beside.get_by_role("button", name="Close").click()
+    expect(beside).to_be_hidden()
 
     deadline = time.monotonic() + JOB_TIMEOUT_S  # the concepts follow the second source note's event
     while not any(c["source_version_count"] == 2 and c["state"] == "active" for c in concepts(service, notebook_id)):
@@ -121,6 +126,7 @@ def test_a_claim_of_a_source_note_opens_its_page_and_concepts_show_their_sources
 
 def test_a_viewer_reads_the_knowledge_but_has_no_form(halves, open_page) -> None:  # type: ignore[no-untyped-def]
     service, notebook_id = halves
+    source_notes(service, notebook_id)
     page = open_page("mobile")
     sign_in_with_token(page, service, service.viewer_token, f"/notebooks/{notebook_id}")
     expect(page.locator("[data-role=notebook-status]")).to_have_text("Ready")  # the page set its tabs up
@@ -130,6 +136,13 @@ def test_a_viewer_reads_the_knowledge_but_has_no_form(halves, open_page) -> None
     expect(panel.get_by_role("button", name="Make a source note")).to_be_hidden()
     width = page.viewport_size["width"]
     assert panel.evaluate("(section) => section.getBoundingClientRect().right") <= width
+    panel.get_by_role("list", name="Source notes").locator("li button").first.click()  # a narrow screen: the dialog
+    reader = panel.locator("[data-role=knowledge-reader]")
+    reader.get_by_role("list", name="Contents").locator("li button").first.click()
+    reader.locator("[data-role=knowledge-claims] button.cite").first.click()
+    dialog = page.get_by_role("dialog", name="Cited evidence")
+    expect(dialog.locator("[data-role=viewer]")).to_have_attribute("data-state", "ready", timeout=60_000)
+    expect(panel.get_by_role("region", name="The cited page")).to_be_hidden()
 
 
 def source_notes(service: Service, notebook_id: str) -> list[dict[str, Any]]:

@@ -9,10 +9,13 @@
 import { api, withQuery } from "./api.js";
 import { showInViewer } from "./citations.js";
 import { byRole, h, showError } from "./dom.js";
+import { showEvidence } from "./viewer.js";
 import { Poller } from "./poller.js";
 
 const ACTIVE = ["queued", "running", "cancelling"];
 const EVENTS_SHOWN = 8;
+// Wide enough for the page beside the note: a claim opens its page there, else in the dialog.
+const BESIDE = window.matchMedia("(min-width: 72rem)");
 const EVENT_LABEL = {
   note_published: "Source note published", note_edited: "Note edited", note_deleted: "Note deleted",
   source_deleted: "Source deleted", source_restored: "Source restored", source_replaced: "New version of a source",
@@ -49,6 +52,9 @@ export class KnowledgePanel {
     this.events = [];
     this.reader = byRole("knowledge-reader", this.root);
     this.dialog = byRole("viewer-dialog");
+    this.layout = this.root.querySelector(".knowledge-layout");
+    this.viewerPane = byRole("knowledge-viewer", this.root);
+    this.viewerPane.querySelector('[data-action="close-viewer"]').addEventListener("click", () => this.closeViewer());
     this.sources = [];
     this.form.addEventListener("submit", (event) => this.add(event));
     this.poller = new Poller(() => this.load(), () => (this.sources.some((s) => ACTIVE.includes(s.active_version?.job?.state))
@@ -236,12 +242,26 @@ export class KnowledgePanel {
     return form;
   }
 
-  /** The claim's page in the PDF viewer, its quoted passage marked (and its block's box drawn). */
+  /** The claim's page in the PDF viewer, its quoted passage marked (and its block's box drawn):
+   * beside the note on a wide screen, so both are read at once; in the dialog otherwise. */
   openEvidence(note, evidence) {
-    showInViewer(this.dialog, { notebookId: this.page.id, quote: evidence.snippet, title: note.title }, {
+    const target = { notebookId: this.page.id, quote: evidence.snippet, title: note.title };
+    const shown = {
       locator: { ...evidence.locator, ...(evidence.box ? { boxes: [evidence.box] } : {}) },
       text: evidence.snippet, source_id: evidence.source_id, revision_id: evidence.revision_id,
-    });
+    };
+    if (!BESIDE.matches) {
+      showInViewer(this.dialog, target, shown);
+      return;
+    }
+    this.viewerPane.hidden = false;
+    this.layout.classList.add("with-viewer");
+    showEvidence(byRole("viewer", this.viewerPane), target, shown);
+  }
+
+  closeViewer() {
+    this.viewerPane.hidden = true;
+    this.layout.classList.remove("with-viewer");
   }
 
   async openConcept(conceptId) {
