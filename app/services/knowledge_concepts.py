@@ -16,11 +16,14 @@ when its inputs match exactly), and each concept of theirs republished or withdr
 
 An engine may be a model that takes seconds a request, so it never works inside a write
 transaction (every writer of the database would wait on it): decisions are made on what one
-read saw, then stored in a short write transaction only if the notes and concepts they rest on
-are still what was read (else decided again), and a module is built from the contributions one
-transaction read and stored only if they are still its valid ones (else built again). What was
-stored stays stored: contributions are one per note version and module, and a module built from
-the same inputs is reused, so an event resent after a crash changes nothing twice.
+read saw, then stored in a short write transaction only if the offered notes and their
+candidates are still what was read (else decided again), and that transaction marks the event's
+decisions stored; a module is built from the contributions one transaction read and stored only
+if they are still its valid ones (else built again). A message that takes the event up again
+after a crash or a retry rebuilds what the stored decisions touched, deciding nothing again;
+contributions are one per note version and module, and a module built from the same inputs is
+reused, so nothing changes twice. Every write transaction first checks that this message still
+holds the event (``Guard``).
 """
 from __future__ import annotations
 
