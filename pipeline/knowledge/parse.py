@@ -21,6 +21,7 @@ import statistics
 from dataclasses import dataclass
 
 from pipeline.extractors.reference_lists import REFERENCES
+from pipeline.knowledge.headings import NUMBERED
 from pipeline.knowledge.types import Asset, Block, Page, ParsedDocument
 from pipeline.line_boxes import LINES, Box, PageLine
 from pipeline.textnorm import STOP_WORDS, fold
@@ -30,10 +31,6 @@ _BULLET = re.compile(r"^(?:[•·▪◦●○■□‣∙*!–-]\s+|\(?(?:\d{1,2
 _CAPTION = re.compile(
     r"^(?P<word>Figure|FIGURE|Fig\.?|FIG\.?|Table|TABLE|Tab\.|Listing|Algorithm)\s*"
     r"(?P<number>\d{1,3}|[IVX]{1,5})(?:\.\d+)?\s*[.:|\u2014\u2013-]"
-)
-_NUMBERED = re.compile(
-    r"^(?:(?P<arabic>\d{1,2}(?:\.\d{1,2}){0,4})\.?|(?P<roman>[IVX]{1,6})\.|"
-    r"(?P<letter>[A-Z])(?:(?P<sub>(?:\.\d{1,2}){1,3})\.?|\.))\s+(?P<title>[A-Z\u00c0-\u024f].*)$"
 )
 _NAMED = re.compile(r"^(?:Chapter|CHAPTER|Section|SECTION|Part|PART|Appendix|APPENDIX)\s+(?:\d{1,4}|[IVXLC]{1,6}|[A-Z])\b")
 _CODE_LINE = re.compile(r":=|(?<!:)//|/\*|\*/|[{};]\s*$|^[{}]\s*$")
@@ -216,7 +213,7 @@ def _numbering(line: PageLine, layout: _Layout) -> str | None:
     named = _NAMED.match(text)
     if named:
         return named.group(0)
-    match = _NUMBERED.match(text)
+    match = NUMBERED.match(text)
     if match is None or not re.search(r"[^\W\d_]{3}", match.group("title")):
         return None
     return match.group("arabic") or match.group("roman") or match.group("letter") + (match.group("sub") or "")

@@ -11,13 +11,12 @@ discuss), inside a list (a list is one block). A document without headings is cu
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 
 from pipeline.answering.sentences import sentence_spans
+from pipeline.knowledge.headings import heading_title
 from pipeline.knowledge.types import Block, ParsedDocument, UnitPlan
 
-_NUMBER = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[IVX]{1,6}\.|[A-Z](?:\.\d{1,2})*\.)\s+(?=\S)")
 _PHRASE_WORDS = 8
 
 
@@ -64,12 +63,6 @@ def window_chars(document: ParsedDocument, plan: UnitPlan) -> int:
     """How long a unit's text is, headings left out (what ``UnitBounds`` bounds)."""
     blocks = {block.ordinal: block for block in document.blocks}
     return _chars([blocks[ordinal] for ordinal in plan.block_ordinals])
-
-
-def heading_title(text: str) -> str:
-    """A heading as a title: its number ("2.3", "IV.", "B.") and trailing punctuation dropped."""
-    cleaned = _NUMBER.sub("", " ".join(text.split())).rstrip(" .:;,")
-    return cleaned or " ".join(text.split())
 
 
 def short_phrase(text: str) -> str:

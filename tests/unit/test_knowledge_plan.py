@@ -8,6 +8,7 @@ from functools import lru_cache
 import pytest
 
 from pipeline.extractors import extract
+from pipeline.knowledge.headings import heading_title
 from pipeline.knowledge.parse import parse
 from pipeline.knowledge.plan import UnitBounds, plan_units, window_chars
 from pipeline.knowledge.types import Block, ParsedDocument, UnitPlan
@@ -153,3 +154,14 @@ def test_planning_is_deterministic() -> None:
 def test_a_document_of_headings_only_still_makes_a_unit() -> None:
     parsed = ParsedDocument("t", [], [Block(0, 1, "heading", "1 Alone", level=1), Block(1, 1, "heading", "2 Apart", level=1)])
     assert [plan.block_ordinals for plan in plan_units(parsed)] == [(0, 1)]
+
+
+@pytest.mark.parametrize("heading, title", [
+    ("A.1 Overview", "Overview"), ("2.3 Results:", "Results"), ("IV. Discussion", "Discussion"), ("B. Methods", "Methods"),
+    ("1. Introduction", "Introduction"), ("A Note on Things", "A Note on Things"), ("Chapter 4 Results", "Chapter 4 Results"),
+    ("2023 Annual Report", "2023 Annual Report"),
+])
+def test_a_unit_is_titled_by_its_heading_without_the_number(heading: str, title: str) -> None:
+    """Review note: an appendix heading "A.1 Overview" kept its "A.1" (the planner read numbers by
+    a second grammar that wanted a dot after the letter's number)."""
+    assert heading_title(heading) == title
