@@ -79,8 +79,9 @@ def advance(job_id: str, resend: bool = False) -> str | None:
 @shared_task(name="knowledge.unit", bind=True, max_retries=MODEL_RETRIES)
 def unit(self: Task, job_id: str, plan_key: str) -> bool:
     """Write one unit's note, keep it, then check it (once: a resent unit with a stored check
-    stops, and one with a stored note is only checked), then advance. A model that is down is waited for (``MODEL_RETRIES``) before the unit counts as not
-    written: a coverage note, as a note that fails its checks."""
+    stops, and one with a stored note is only checked), then advance. A model that is down is
+    waited for (``MODEL_RETRIES``) before the unit counts as not written: a coverage note, as a
+    note that fails its checks."""
     svc = services()
     try:
         with svc.db.session() as session:
@@ -101,11 +102,10 @@ def unit(self: Task, job_id: str, plan_key: str) -> bool:
                 job = _running(session, job_id)
                 if job is None:
                     return False
-                stages.store_written(session, job, plan_key, draft)
-                kept = jobs.output(session, job_id, "write", plan_key)  # another run's, if it stored first
-                if kept is None:  # the job was restarted from an earlier stage meanwhile: this note is not its
-                    return False
-                draft = NoteDraft.from_dict(kept)
+                kept = stages.store_written(session, job, plan_key, draft)
+            if kept is None:
+                return False
+            draft = kept
         checked = draft if isinstance(draft, CheckResult) else stages.check(writer, document, plan, draft)
         with svc.db.session() as session:
             job = _running(session, job_id)

@@ -108,10 +108,15 @@ def unavailable(plan_key: str, err: PipelineError) -> CheckResult:
     return CheckResult(plan_key, (f"not written: {err.message}",))
 
 
-def store_written(session: Session, job: KnowledgeJob, plan_key: str, draft: NoteDraft) -> bool:
+def store_written(session: Session, job: KnowledgeJob, plan_key: str, draft: NoteDraft) -> NoteDraft | None:
     """Keep a unit's note as soon as it is written, before its checks: a judge that fails or a
-    worker that dies then costs the judge's request again, not the writer's too."""
-    return job.stage in ("write", "check") and jobs.store(session, job.id, "write", draft.to_dict(), plan_key)
+    worker that dies then costs the judge's request again, not the writer's too. The note the job
+    keeps for the unit (another run's, when it stored first), or None when the job has left its
+    units (it was restarted from an earlier stage meanwhile)."""
+    if job.stage not in ("write", "check"):
+        return None
+    jobs.store(session, job.id, "write", draft.to_dict(), plan_key)
+    return NoteDraft.from_dict(jobs.output(session, job.id, "write", plan_key))
 
 
 def store_unit(session: Session, job: KnowledgeJob, plan_key: str, checked: CheckResult) -> bool:
