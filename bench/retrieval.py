@@ -45,7 +45,7 @@ from sqlalchemy.orm import Session
 
 from bignotebook import REPO, qa_pool, qa_queries, fill, new_notebook
 from pipeline.embedder import HashingEmbedder
-from pipeline.fts_query import build_match_query
+from pipeline.fts_query import build_match_query, match_terms
 from storage import evidence, lexical_index, notebooks, revisions
 from storage.db import Database
 from storage.migrate import upgrade
@@ -132,9 +132,9 @@ def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str
         return _fts_before(session, notebook, match) if match else []
 
     def own_index(session: Session, notebook: Notebook, query: str) -> object:
-        match = build_match_query(query)
+        terms = match_terms(query)
         members = set(notebooks.member_ids(session, notebook))
-        return retriever.lexical_candidates(session, notebook, notebook.active_revision_id or "", match, members) if match else []
+        return retriever.lexical_candidates(session, notebook, notebook.active_revision_id or "", terms, members) if terms else []
 
     def vectors(session: Session, notebook: Notebook, query: str) -> object:
         matrix = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)

@@ -19,14 +19,20 @@ _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 
 
 def build_match_query(user_query: str) -> str | None:
-    """Return an FTS5 MATCH expression for ``user_query``, or None when it has no searchable word.
+    """Return an FTS5 MATCH expression for ``user_query``, or None when it has no searchable word."""
+    terms = match_terms(user_query)
+    return as_match(terms) if terms else None
+
+
+def match_terms(user_query: str) -> list[str]:
+    """The terms the MATCH expression ORs, in its order: the words, then the phrase.
 
     Stop words are dropped from the single-word terms when other words remain (they match nearly
     every chunk and only slow the query down) but stay in the phrase term.
     """
     tokens = [token[:MAX_TERM_CHARS] for token in words(user_query) if token not in _OPERATORS][:MAX_TERMS]
     if not tokens:
-        return None
+        return []
     content = [token for token in tokens if fold(token) not in STOP_WORDS] or tokens
     first_spelling: dict[str, str] = {}
     for token in content:
@@ -34,9 +40,14 @@ def build_match_query(user_query: str) -> str | None:
     terms = list(first_spelling.values())
     if len(tokens) >= 2:
         terms.append(" ".join(tokens))
-    return " OR ".join(_quote(term) for term in terms)
+    return terms
 
 
-def _quote(term: str) -> str:
+def as_match(terms: list[str]) -> str:
+    """``terms`` as one FTS5 expression: each a literal string, joined with ``OR``."""
+    return " OR ".join(quote(term) for term in terms)
+
+
+def quote(term: str) -> str:
     """Quote ``term`` as an FTS5 string: wrap it in double quotes and double any inside it."""
     return '"' + term.replace('"', '""') + '"'

@@ -19,9 +19,9 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from pipeline.embedder import Embedder
-from pipeline.fts_query import build_match_query
+from pipeline.fts_query import as_match, match_terms
 from pipeline.fusion import reciprocal_rank_fusion
-from storage import evidence, lexical_index, notebooks, vector_index
+from storage import evidence, lexical_index, notebooks, top_k, vector_index
 from storage.evidence import EvidenceChunk
 from storage.models import Notebook
 from storage.vector_cache import VectorCache, VectorMatrix
@@ -63,20 +63,8 @@ def vector_ranking(matrix: VectorMatrix, query_vector: np.ndarray, members: set[
 
 
 def _best(matrix: VectorMatrix, rows: np.ndarray, scores: np.ndarray) -> list[int]:
-    """The pks of the ``CANDIDATES`` best-scoring ``rows`` (ascending positions), best first.
-
-    A partition finds the cut-off score in linear time; only the rows above it are sorted, by
-    score and then position, so equal chunks (ties at the cut-off too) come out as a full stable
-    sort would order them.
-    """
-    if not len(rows):
-        return []
-    count = min(CANDIDATES, len(scores))
-    cut_off = -np.partition(-scores, count - 1)[count - 1]
-    above = np.flatnonzero(scores > cut_off)
-    best = np.concatenate([above, np.flatnonzero(scores == cut_off)[: count - len(above)]])
-    best = best[np.lexsort((best, -scores[best]))]
-    return [int(matrix.pks[rows[i]]) for i in best if scores[i] > 0]
+    """The pks of the ``CANDIDATES`` best-scoring ``rows`` (ascending positions), best first."""
+    return [int(matrix.pks[rows[i]]) for i in top_k.best(scores, CANDIDATES) if scores[i] > 0]
 
 
 # Where a revision's own full-text index is, once written (storage.vector_files.lexical_file).
@@ -105,8 +93,8 @@ class Retriever:
         started = time.perf_counter()
         limit = max(1, min(limit, MAX_RESULTS))
         members = set(notebooks.member_ids(session, notebook))
-        match = build_match_query(query)
-        lexical = [pk for pk, _ in self.lexical_candidates(session, notebook, revision_id, match, members)] if match else []
+        terms = match_terms(query)
+        lexical = [pk for pk, _ in self.lexical_candidates(session, notebook, revision_id, terms, members)] if terms else []
         matrix = self.vectors.get(session, revision_id, self.embedder)
         semantic = vector_ranking(matrix, self.embedder.embed([query])[0], members)
         fused = reciprocal_rank_fusion(
@@ -118,17 +106,17 @@ class Retriever:
         return hits
 
     def lexical_candidates(
-        self, session: Session, notebook: Notebook, revision_id: str, match: str, members: set[str]
+        self, session: Session, notebook: Notebook, revision_id: str, terms: list[str], members: set[str]
     ) -> list[evidence.Candidate]:
-        """The revision's best ``CANDIDATES`` for ``match``: from its own index when it has one
+        """The revision's best ``CANDIDATES`` for the OR of ``terms`` (pipeline.fts_query): from its own index when it has one
         (statistics of its rows only), else from the main table, which also answers when the file
         fails. A damaged file is removed, so that the sweeper has the coordinator write it again."""
         path = self.lexical_files(revision_id, self.embedder)
         if path is not None:
             try:
-                return lexical_index.candidates(path, match, CANDIDATES, members.__contains__)
+                return lexical_index.candidates(path, terms, CANDIDATES, members.__contains__)
             except sqlite3.DatabaseError as err:
                 log.warning("searching revision %s in the main index: its own failed: %s", revision_id, err)
                 if lexical_index.unreadable(err):
                     path.unlink(missing_ok=True)
-        return evidence.fts_candidates(session, notebook, revision_id, match, CANDIDATES)
+        return evidence.fts_candidates(session, notebook, revision_id, as_match(terms), CANDIDATES)

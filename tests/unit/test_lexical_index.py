@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pipeline.fts_query import build_match_query
-from storage import lexical_index, notebooks
+from pipeline.fts_query import match_terms
+from storage import lexical_index, notebooks, revisions
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Chunk, Notebook
@@ -32,15 +32,17 @@ def db(tmp_path: Path) -> Database:
 def _search(db: Database, notebook_id: str, files: VectorFiles | None) -> list[list[tuple[int, float]]]:
     """Each question's lexical candidates (pk, bm25) as the retriever gets them: from the
     revision's own file when ``files`` has it, else from the main table."""
-    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_file if files else lambda r, e: None)
-    with db.reader() as session:
-        notebook = session.get(Notebook, notebook_id)
-        assert notebook is not None and notebook.active_revision_id is not None
-        members = set(notebooks.member_ids(session, notebook))
-        return [
-            retriever.lexical_candidates(session, notebook, notebook.active_revision_id, match, members)
-            for match in map(build_match_query, QUESTIONS) if match
-        ]
+    return [_candidates(db, notebook_id, question, files) for question in QUESTIONS if match_terms(question)]
+
+
+def _written(db: Database, tmp_path: Path, user: str) -> tuple[VectorFiles, str, str, Path]:
+    """A notebook of the DMCA summary whose revision has its file: the files, ids and the file's path."""
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, user, ("dmca.pdf",))
+    revision_id = _ensure(db, notebook_id, files)
+    path = files.lexical_file(revision_id, EMBEDDER)
+    assert path is not None
+    return files, notebook_id, revision_id, path
 
 
 def _ensure(db: Database, notebook_id: str, files: VectorFiles) -> str:
@@ -60,7 +62,47 @@ def test_a_notebook_alone_ranks_the_same_in_its_own_index_as_in_the_main_table(d
     assert all(main) and [len(ranking) for ranking in main] == [min(CANDIDATES, len(r)) for r in own]
     for by_main, by_file in zip(main, own, strict=True):
         assert [pk for pk, _ in by_main] == [pk for pk, _ in by_file]
-        assert [score for _, score in by_main] == pytest.approx([score for _, score in by_file], rel=1e-9)
+        assert [score for _, score in by_main] == [score for _, score in by_file], "bm25 to the bit"
+
+
+# Rows that take bm25's corners: stems, folded accents, weighted context, a word in more than half of
+# the rows (the smallest idf), a phrase, and a row whose weighted hits do not fit in 16 bits.
+CORNERS = {
+    "runners.md": ["Running late, she runs; they ran to the café.", "A cafe sells coffee; the cafe is open late.",
+                   "Copyright law protects works; copyright law is old law.", "Late trains run late at night."],
+    "long.md": ["la " * 70_000, "Late night coffee at the CAFÉ; law students run.", "Nothing of note is said here, late."],
+}
+CORNER_QUESTIONS = ("run", "café late", "copyright law", "la la", "late", "CAFE coffee running", "night trains")
+
+
+def test_posting_lists_score_every_corner_exactly_as_fts5(db: Database, tmp_path: Path) -> None:
+    contents = {
+        name: [revisions.ChunkRow(f"{name}-{i}", i, text, {"page": 1}, EMBEDDER.embed([text])[0].tobytes())
+               for i, text in enumerate(texts)]
+        for name, texts in CORNERS.items()
+    }
+    notebook_id = stored_notebook(db, "corners", tuple(CORNERS), contents)
+    files = VectorFiles(tmp_path / "vectors")
+    revision_id = _ensure(db, notebook_id, files)
+    path = files.lexical_file(revision_id, EMBEDDER)
+    assert path is not None
+    with sqlite3.connect(path) as connection:
+        widths = {4 * len(hits) // len(rows) for rows, hits in connection.execute("SELECT rows, hits FROM postings")}
+    assert widths == {2, 4}, "a row's 70,000 hits of one word are kept whole"
+    for question in CORNER_QUESTIONS:
+        main, own = (_candidates(db, notebook_id, question, f) for f in (None, files))
+        assert main and [pk for pk, _ in main] == [pk for pk, _ in own], question
+        assert [score for _, score in main] == [score for _, score in own], question
+
+
+def _candidates(db: Database, notebook_id: str, question: str, files: VectorFiles | None) -> list[tuple[int, float]]:
+    assert match_terms(question)
+    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_file if files else lambda r, e: None)
+    with db.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        members = set(notebooks.member_ids(session, notebook))
+        return retriever.lexical_candidates(session, notebook, notebook.active_revision_id, match_terms(question), members)
 
 
 def test_another_notebooks_rows_change_nothing_in_a_revisions_own_index(db: Database, tmp_path: Path) -> None:
@@ -80,17 +122,16 @@ def test_the_file_reaches_past_a_removed_resource_and_never_returns_its_rows(db:
     notebook_id = stored_notebook(db, "removing", ("dmca.pdf", "tracemonkey.pdf"))
     path = files.lexical_file(_ensure(db, notebook_id, files), EMBEDDER)
     assert path is not None
-    match = build_match_query("copyright protection of online service providers")
-    assert match is not None
+    terms = match_terms("copyright protection of online service providers")
     with db.session() as session:
-        before = lexical_index.candidates(path, match, 5, {"dmca.pdf", "tracemonkey.pdf"}.__contains__)
+        before = lexical_index.candidates(path, terms, 5, {"dmca.pdf", "tracemonkey.pdf"}.__contains__)
         assert {session.get(Chunk, pk).resource_id for pk, _ in before} == {"dmca.pdf"}
         notebooks.remove_resource(session, session.get(Notebook, notebook_id), "dmca.pdf")
     after = _search(db, notebook_id, files)
     with db.reader() as session:
         resources = {session.get(Chunk, pk).resource_id for ranking in after for pk, _ in ranking}
     assert resources == {"tracemonkey.pdf"}
-    deeper = lexical_index.candidates(path, match, 5, {"tracemonkey.pdf"}.__contains__)
+    deeper = lexical_index.candidates(path, terms, 5, {"tracemonkey.pdf"}.__contains__)
     assert len(deeper) == 5
 
 
@@ -127,11 +168,7 @@ def test_the_file_uses_the_main_tables_tokenizer(db: Database, tmp_path: Path) -
 def test_only_a_damaged_file_is_removed(db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A query the file cannot run is answered by the main table and the file is kept; a file that
     is not an index (here: an empty database) is removed, to be written again."""
-    files = VectorFiles(tmp_path / "vectors")
-    notebook_id = stored_notebook(db, "failing", ("dmca.pdf",))
-    revision_id = _ensure(db, notebook_id, files)
-    path = files.lexical_file(revision_id, EMBEDDER)
-    assert path is not None
+    files, notebook_id, revision_id, path = _written(db, tmp_path, "failing")
     expected = _search(db, notebook_id, None)
 
     def busy(*args: object) -> None:
@@ -145,3 +182,17 @@ def test_only_a_damaged_file_is_removed(db: Database, tmp_path: Path, monkeypatc
     sqlite3.connect(path).close()  # a database without the index's tables
     assert _search(db, notebook_id, files) == expected
     assert files.lexical_file(revision_id, EMBEDDER) is None
+
+
+def test_a_file_of_another_format_is_written_again(db: Database, tmp_path: Path) -> None:
+    files, notebook_id, revision_id, path = _written(db, tmp_path, "older")
+    expected = _search(db, notebook_id, files)
+    with sqlite3.connect(path) as connection:
+        connection.execute(f"PRAGMA user_version = {lexical_index.FORMAT - 1}")
+    assert _search(db, notebook_id, files) == expected, "the main table answers meanwhile"
+    assert files.lexical_file(revision_id, EMBEDDER) is None
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+    assert files.lexical_file(revision_id, EMBEDDER) is not None
+    assert _search(db, notebook_id, files) == expected
