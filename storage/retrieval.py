@@ -57,7 +57,7 @@ def vector_ranking(matrix: VectorMatrix, query_vector: np.ndarray, members: set[
         proposed = vector_index.nearest(matrix.index, query_vector, APPROXIMATE_CANDIDATES)
         rows = proposed[allowed[matrix.codes[proposed]]]
         if len(rows) == len(proposed) or len(rows) >= CANDIDATES:
-            return _best(matrix, rows, np.asarray(matrix.vectors[rows]) @ query_vector)
+            return _best(matrix, rows, matrix.rows(rows) @ query_vector)
     rows = np.arange(len(matrix.pks))
     return _best(matrix, rows, np.where(allowed[matrix.codes], matrix.vectors @ query_vector, -np.inf))
 
