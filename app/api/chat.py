@@ -12,6 +12,7 @@ from flask import Blueprint, Response, stream_with_context
 from app.api.access import visible_notebook
 from app.timestamps import iso
 from app.auth import current_principal
+from app.cooperative import let_waiting_requests_run
 from app.errors import ApiError
 from app.extensions import Services, services
 from app.http import json_object
@@ -75,6 +76,7 @@ def _timed(events: Iterator[tuple[str, dict[str, Any]]], started: float) -> Iter
         if event[0] in LAST_EVENTS:
             CHAT_DONE.observe(time.perf_counter() - started)
         yield event
+        let_waiting_requests_run()
 
 
 def _guarded(events: Iterator[tuple[str, dict[str, Any]]]) -> Iterator[tuple[str, dict[str, Any]]]:
