@@ -15,11 +15,17 @@ from __future__ import annotations
 import sys
 
 
+# The longest a turn waits for the others: a greenlet that kept yielding with ``sleep(0)`` would
+# otherwise keep the loop from ever being idle.
+LONGEST_WAIT_SECONDS = 0.05
+
+
 def let_waiting_requests_run() -> None:
     """Yield to every greenlet and I/O callback that is ready, when running under gevent."""
     if "gevent" not in sys.modules:
         return
-    from gevent import idle, monkey
+    from gevent import Timeout, idle, monkey
 
     if monkey.is_module_patched("socket"):
-        idle()
+        with Timeout(LONGEST_WAIT_SECONDS, False):
+            idle()

@@ -54,9 +54,15 @@ def write_postings(connection: sqlite3.Connection, table: str, weights: Mapping[
 def _postings(
     instances: sqlite3.Cursor, shift: int, weights: np.ndarray, lengths: np.ndarray
 ) -> Iterator[tuple[str, bytes, bytes]]:
+    """Each term's (term, rows, weighted hits) from its instances, each packed as
+    ``row * shift + column``; counts every instance, whatever its column, into ``lengths`` (complete
+    once the last term is read). ``fts5vocab`` lists a term's instances by row; ``group_concat``
+    keeps that order here, which is checked, since SQL does not promise it."""
     for term, joined in instances:
         codes = np.fromstring(joined, dtype=np.int64, sep=",")
         rows = codes // shift
+        if np.any(rows[1:] < rows[:-1]):
+            raise ValueError(f"the instances of {term!r} are not in row order")
         starts = np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]])
         lengths[rows[starts]] += np.diff(np.r_[starts, len(rows)])
         weighted = weights[codes % shift]
@@ -77,11 +83,13 @@ def length_norms(lengths: np.ndarray) -> np.ndarray:
 
 
 def row_norms(connection: sqlite3.Connection) -> np.ndarray:
+    """The length norms ``write_postings`` stored, one per row."""
     (data,) = connection.execute("SELECT norms FROM row_norms").fetchone()
     return np.frombuffer(data, dtype=np.float64)
 
 
 def idf(rows: int, matching: int) -> float:
+    """FTS5's idf of a term found in ``matching`` of ``rows`` rows, floored for common terms."""
     value = math.log((rows - matching + 0.5) / (matching + 0.5))
     return value if value > 0.0 else MIN_IDF
 

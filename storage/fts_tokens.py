@@ -20,10 +20,12 @@ def tokens(terms: Sequence[str], tokenizer: str) -> list[list[str]]:
     found: list[list[str]] = [[] for _ in terms]
     with _lock:
         connection = _tables.get(tokenizer) or _table(tokenizer)
-        connection.executemany("INSERT INTO terms(rowid, term) VALUES (?, ?)", enumerate(terms))
-        for position, token in connection.execute("SELECT doc, term FROM term_tokens ORDER BY doc, offset"):
-            found[position].append(token)
-        connection.execute("DELETE FROM terms")
+        try:
+            connection.executemany("INSERT INTO terms(rowid, term) VALUES (?, ?)", enumerate(terms))
+            for position, token in connection.execute("SELECT doc, term FROM term_tokens ORDER BY doc, offset"):
+                found[position].append(token)
+        finally:  # a term that cannot be stored must not leave the others behind for the next call
+            connection.execute("DELETE FROM terms")
     return found
 
 

@@ -4,7 +4,7 @@ The main ``chunks_fts`` table holds every notebook's rows, so bm25 takes its sta
 rows hold a word, the average row length) from the whole instance, and a phrase's position lists
 are read instance-wide. A 10k-chunk notebook searched 2.9× slower inside an instance that also
 held 1M chunks, and another notebook's rows could reorder its near-equal hits. Once a revision is
-active, the coordinator writes the rows it serves into ``lexical.sqlite3`` in the revision's folder
+active, the coordinator writes the rows it serves into ``lexical-2.sqlite3`` in the revision's folder
 (storage.vector_files): the same tokenizer and columns as ``chunks_fts``, contentless (the text
 stays in the database), so a search there ranks exactly as the notebook would rank alone in its
 instance. Until the file exists (the seconds after activation, or after a restore) searches use
@@ -31,9 +31,11 @@ from pipeline.fts_query import quote as quote_term
 from storage import bm25, fts_tokens, top_k
 from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_columns
 
-FILE = "lexical.sqlite3"
-# The file's layout (``PRAGMA user_version``): a file of another is treated as damaged, written again.
+# The file's layout, also in its name, so that a process of another version never reads it as its
+# own (format 1 kept chunk ids as rowids; an older process would read positions as chunk ids). A
+# file whose ``PRAGMA user_version`` says otherwise is treated as damaged and written again.
 FORMAT = 2
+FILE = f"lexical-{FORMAT}.sqlite3"
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CANTOPEN"})
 # chunks_fts's tokenizer (alembic 0009): both indexes must agree on what a word is.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -58,7 +60,8 @@ _ROWS = "SELECT position, pk, resource_id FROM rows WHERE position IN (SELECT va
 
 
 class OtherFormat(sqlite3.DatabaseError):
-    """The file was written by another version of this module: it is written again."""
+    """The file was written by another version of this module, or its lists cannot be read: it is
+    written again."""
 
 
 def write(session: Session, revision_id: str, path: Path) -> int:
@@ -110,7 +113,10 @@ def candidates(path: Path, terms: list[str], limit: int, is_member: Callable[[st
         (version,) = connection.execute("PRAGMA user_version").fetchone()
         if version != FORMAT:
             raise OtherFormat(f"{path.name} is of format {version}, not {FORMAT}")
-        scores = _scores(connection, terms)
+        try:
+            scores = _scores(connection, terms)
+        except (ValueError, TypeError, IndexError, KeyError) as err:  # lists SQLite found sound but are not
+            raise OtherFormat(f"{path.name} holds damaged posting lists: {err!r}") from err
         matching = np.flatnonzero(scores)
 
         def best(depth: int) -> list[tuple[int, float, bool]]:

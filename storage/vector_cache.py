@@ -47,7 +47,11 @@ class VectorMatrix:
             return np.asarray(self.vectors[positions])
         width = self.vectors.strides[0]
         rows = np.empty((len(positions), self.vectors.shape[1]), dtype=self.vectors.dtype)
-        with open(self.vectors.filename, "rb", buffering=0) as file:
+        try:
+            file = open(self.vectors.filename, "rb", buffering=0)
+        except OSError:  # the folder was deleted since: the mapping still holds the file
+            return np.asarray(self.vectors[positions])
+        with file:
             for row, position in zip(rows, positions.tolist()):
                 if os.preadv(file.fileno(), [row], self.vectors.offset + position * width) != width:
                     raise OSError(f"{self.vectors.filename} ends before row {position}")

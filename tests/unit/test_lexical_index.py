@@ -89,6 +89,8 @@ def test_posting_lists_score_every_corner_exactly_as_fts5(db: Database, tmp_path
     with sqlite3.connect(path) as connection:
         widths = {4 * len(hits) // len(rows) for rows, hits in connection.execute("SELECT rows, hits FROM postings")}
     assert widths == {2, 4}, "a row's 70,000 hits of one word are kept whole"
+    assert _candidates(db, notebook_id, revision_id, None) == _candidates(db, notebook_id, revision_id, files) == [], (
+        "a word only in the revision id's column matches nothing")
     for question in CORNER_QUESTIONS:
         main, own = (_candidates(db, notebook_id, question, f) for f in (None, files))
         assert main and [pk for pk, _ in main] == [pk for pk, _ in own], question
@@ -196,3 +198,12 @@ def test_a_file_of_another_format_is_written_again(db: Database, tmp_path: Path)
         files.ensure(session, revision_id, EMBEDDER)
     assert files.lexical_file(revision_id, EMBEDDER) is not None
     assert _search(db, notebook_id, files) == expected
+
+
+def test_posting_lists_sqlite_finds_sound_but_that_cannot_be_read_count_as_damaged(db: Database, tmp_path: Path) -> None:
+    files, notebook_id, revision_id, path = _written(db, tmp_path, "damaged")
+    expected = _search(db, notebook_id, files)
+    with sqlite3.connect(path) as connection:
+        connection.execute("UPDATE row_norms SET norms = zeroblob(12)")  # not a whole number of float64s
+    assert _search(db, notebook_id, files) == expected
+    assert files.lexical_file(revision_id, EMBEDDER) is None
