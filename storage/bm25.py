@@ -2,8 +2,8 @@
 
 FTS5 calls its ranking function once for every row that matches any word of a question (about a
 microsecond each) and sorts them all; a 1M-chunk revision's common words match hundreds of
-thousands of rows, which took 200 / 590 ms (p50 / p95) per question. Scoring the same rows from
-posting lists with numpy, a word at a time, takes 16 / 41 ms and gives the same scores to the bit:
+thousands of rows, which took 233 / 671 ms (p50 / p95) per question. Scoring the same rows from
+posting lists with numpy, a word at a time, takes 20 / 52 ms and gives the same scores to the bit:
 the terms are added in FTS5's order and every operation is FTS5's, in its order
 (docs/decisions/0022).
 
