@@ -45,9 +45,9 @@ def match_terms(user_query: str) -> list[str]:
 
 def as_match(terms: list[str]) -> str:
     """``terms`` as one FTS5 expression: each a literal string, joined with ``OR``."""
-    return " OR ".join(quote(term) for term in terms)
+    return " OR ".join(_quote(term) for term in terms)
 
 
-def quote(term: str) -> str:
+def _quote(term: str) -> str:
     """Quote ``term`` as an FTS5 string: wrap it in double quotes and double any inside it."""
     return '"' + term.replace('"', '""') + '"'

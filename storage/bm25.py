@@ -20,7 +20,7 @@ import numpy as np
 
 K1, B = 1.2, 0.75  # FTS5's constants
 MIN_IDF = 1e-6  # what FTS5 gives a word found in more than half of the rows
-SCHEMA = (
+_SCHEMA = (
     "CREATE TABLE postings (term TEXT PRIMARY KEY, rows BLOB NOT NULL, hits BLOB NOT NULL) WITHOUT ROWID;"
     "CREATE TABLE row_norms (norms BLOB NOT NULL);"
 )
@@ -36,7 +36,7 @@ def write_postings(connection: sqlite3.Connection, table: str, weights: Mapping[
     there, each weighted by its column (whole numbers, so they are stored exactly). Then every
     row's length norm, from all its columns, as FTS5 counts a row's length.
     """
-    connection.executescript(SCHEMA)
+    connection.executescript(_SCHEMA)
     connection.execute(f"CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, {table}, instance)")
     names = list(weights)
     column = "CASE col " + " ".join(f"WHEN '{name}' THEN {i}" for i, name in enumerate(names)) + " END"

@@ -27,7 +27,7 @@ from urllib.parse import quote
 import numpy as np
 from sqlalchemy.orm import Session
 
-from pipeline.fts_query import quote as quote_term
+from pipeline.fts_query import as_match
 from storage import bm25, fts_tokens, top_k
 from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_columns
 
@@ -141,7 +141,7 @@ def _scores(connection: sqlite3.Connection, terms: list[str]) -> np.ndarray:
         if len(tokens) == 1:
             bm25.add_term(scores, norms, connection, tokens[0])
         elif tokens:
-            found = connection.execute(_PHRASE, (within_columns(quote_term(term)),)).fetchall()
+            found = connection.execute(_PHRASE, (within_columns(as_match([term])),)).fetchall()
             if found:
                 rows, shares = np.array(found).T
                 scores[rows.astype(np.int64)] -= shares

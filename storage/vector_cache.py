@@ -43,19 +43,13 @@ class VectorMatrix:
         400 proposed rows read through the mapping of a 1M-row file made 620 MB of it resident
         (bench/retrieval.py's RSS column); read, they cost their 800 KB.
         """
-        if not isinstance(self.vectors, np.memmap) or self.vectors.filename is None:
-            return np.asarray(self.vectors[positions])
-        width = self.vectors.strides[0]
-        rows = np.empty((len(positions), self.vectors.shape[1]), dtype=self.vectors.dtype)
-        try:
-            file = open(self.vectors.filename, "rb", buffering=0)
-        except OSError:  # the folder was deleted since: the mapping still holds the file
-            return np.asarray(self.vectors[positions])
-        with file:
-            for row, position in zip(rows, positions.tolist()):
-                if os.preadv(file.fileno(), [row], self.vectors.offset + position * width) != width:
-                    raise OSError(f"{self.vectors.filename} ends before row {position}")
-        return rows
+        if isinstance(self.vectors, np.memmap) and self.vectors.filename is not None:
+            try:
+                with open(self.vectors.filename, "rb", buffering=0) as file:
+                    return _read_rows(file.fileno(), self.vectors, positions)
+            except FileNotFoundError:  # the folder was deleted since: the mapping still holds the file
+                pass
+        return np.asarray(self.vectors[positions])
 
     @property
     def nbytes(self) -> int:
@@ -63,6 +57,15 @@ class VectorMatrix:
         its int8 vectors, and only the rows it proposes of the float32 matrix (not counted)."""
         searched = self.vectors.nbytes if self.index is None else self.index.serialized_length
         return int(self.pks.nbytes + self.codes.nbytes + searched)
+
+
+def _read_rows(fd: int, vectors: np.memmap, positions: np.ndarray) -> np.ndarray:
+    width = vectors.strides[0]
+    rows = np.empty((len(positions), vectors.shape[1]), dtype=vectors.dtype)
+    for row, position in zip(rows, positions.tolist()):
+        if os.preadv(fd, [row], vectors.offset + position * width) != width:
+            raise OSError(f"{vectors.filename} ends before row {position}")
+    return rows
 
 
 def load_matrix(session: Session, revision_id: str, embedder: Embedder) -> VectorMatrix:
