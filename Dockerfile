@@ -12,6 +12,7 @@ COPY storage storage
 COPY serving serving
 COPY alembic alembic
 COPY web web
-RUN pip install --no-cache-dir -e '.[embeddings]' flower
+RUN pip install --no-cache-dir -e '.[embeddings]' flower \
+    && python -m compileall -q app pipeline serving storage tasks
 ENV OMP_NUM_THREADS=1
 CMD ["gnosi", "serve"]
