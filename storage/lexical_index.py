@@ -36,6 +36,8 @@ from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_
 # file whose ``PRAGMA user_version`` says otherwise is treated as damaged and written again.
 FORMAT = 2
 FILE = f"lexical-{FORMAT}.sqlite3"
+# Every format's name: format 1 was ``lexical.sqlite3``.
+_ANY_FORMAT = "lexical*.sqlite3"
 _DAMAGED = frozenset({"SQLITE_CORRUPT", "SQLITE_NOTADB", "SQLITE_CANTOPEN"})
 # chunks_fts's tokenizer (alembic 0009): both indexes must agree on what a word is.
 TOKENIZER = "porter unicode61 remove_diacritics 2"
@@ -57,6 +59,11 @@ _SERVED_ROWS = """
 """
 _PHRASE = f"SELECT rowid, bm25(fts, {', '.join(f'{w:.1f}' for w in WEIGHTS.values())}) FROM fts WHERE fts MATCH ?"
 _ROWS = "SELECT position, pk, resource_id FROM rows WHERE position IN (SELECT value FROM json_each(?))"
+
+
+def older_files(folder: Path) -> list[Path]:
+    """Files of other formats in a revision's folder, which no process of this version reads."""
+    return [path for path in folder.glob(_ANY_FORMAT) if path.name != FILE]
 
 
 class OtherFormat(sqlite3.DatabaseError):

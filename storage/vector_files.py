@@ -80,6 +80,8 @@ class VectorFiles:
         lexical = folder / lexical_index.FILE
         if not lexical.is_file():
             self._write_beside(lexical, lambda partial: lexical_index.write(session, revision_id, partial))
+        for older in lexical_index.older_files(folder):
+            older.unlink(missing_ok=True)
         index = folder / vector_index.FILE
         if index.is_file():
             return

@@ -200,6 +200,19 @@ def test_a_file_of_another_format_is_written_again(db: Database, tmp_path: Path)
     assert _search(db, notebook_id, files) == expected
 
 
+def test_files_of_older_formats_are_removed_once_the_current_one_is_written(db: Database, tmp_path: Path) -> None:
+    """An older code's file has another name (the format is in it): nothing reads it any more, and
+    at 1M chunks it holds ~500 MB."""
+    files, notebook_id, revision_id, path = _written(db, tmp_path, "leftover")
+    older = path.with_name("lexical.sqlite3")
+    path.rename(older)
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+    assert files.lexical_file(revision_id, EMBEDDER) == path
+    assert not older.exists()
+
+
 def test_posting_lists_sqlite_finds_sound_but_that_cannot_be_read_count_as_damaged(db: Database, tmp_path: Path) -> None:
     files, notebook_id, revision_id, path = _written(db, tmp_path, "damaged")
     expected = _search(db, notebook_id, files)
