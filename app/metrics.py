@@ -39,11 +39,13 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 WEB = CollectorRegistry(auto_describe=True)
 CHAT_FIRST_EVENT = Histogram(
-    "gnosi_chat_first_event_seconds", "From a chat turn's request to its first event.",
+    "gnosi_chat_first_event_seconds",
+    "From a chat turn's handler starting (its request read and routed) to its first event.",
     buckets=LATENCY_BUCKETS, registry=WEB,
 )
 CHAT_DONE = Histogram(
-    "gnosi_chat_done_seconds", "From a chat turn's request to its last event.", buckets=LATENCY_BUCKETS, registry=WEB,
+    "gnosi_chat_done_seconds", "From a chat turn's handler starting to its last event.",
+    buckets=LATENCY_BUCKETS, registry=WEB,
 )
 SEARCH = Histogram("gnosi_search_seconds", "One hybrid search of a revision.", buckets=LATENCY_BUCKETS, registry=WEB)
 RATE_LIMITED = Counter(
