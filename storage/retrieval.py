@@ -109,9 +109,9 @@ class Retriever:
         self, session: Session, notebook: Notebook, revision_id: str, terms: list[str], members: set[str]
     ) -> list[evidence.Candidate]:
         """The revision's best ``CANDIDATES`` for the OR of ``terms`` (pipeline.fts_query): from its
-        own index when it has one
-        (statistics of its rows only), else from the main table, which also answers when the file
-        fails. A damaged file is removed, so that the sweeper has the coordinator write it again."""
+        own index when it has one (statistics of its rows only), else from the main table, which
+        also answers when the file fails. A damaged file is removed, so that the sweeper has the
+        coordinator write it again."""
         path = self.lexical_files(revision_id, self.embedder)
         if path is not None:
             try:
