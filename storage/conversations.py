@@ -77,6 +77,15 @@ def messages(session: Session, conversation: ConversationThread) -> list[Message
     )
 
 
+def recent_messages(session: Session, conversation: ConversationThread, limit: int) -> list[Message]:
+    """The last ``limit`` messages, oldest first: a turn's history. Read from the end of the thread
+    rather than cut from all of it, so that a turn does not slow down as its thread grows."""
+    newest = session.scalars(
+        select(Message).where(Message.thread_id == conversation.id).order_by(Message.id.desc()).limit(limit)
+    ).all()
+    return list(reversed(newest))
+
+
 def clear(session: Session, conversation: ConversationThread) -> int:
     return session.execute(delete(Message).where(Message.thread_id == conversation.id)).rowcount or 0
 

@@ -35,8 +35,9 @@ def run_turn(
     with lock:
         with svc.db.session() as session:
             history = [
-                {"role": m.role, "content": m.text} for m in conversations.messages(session, thread)
-            ][-HISTORY_MESSAGES:]
+                {"role": m.role, "content": m.text}
+                for m in conversations.recent_messages(session, thread, HISTORY_MESSAGES)
+            ]
             conversations.append(session, thread, role="user", author_id=principal.user_id, text=turn.message)
         tools = TurnTools(svc, principal, contexts, knowledge=turn.mode == "knowledge")
         final = None
