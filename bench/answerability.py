@@ -18,7 +18,9 @@ then measured on the test split.
 ``--similarity minilm`` adds the sentence model's similarity to the question as a third threshold
 (the engine's ``SemanticGate``: only the five best-scored sentences can pass one above 0, as
 deployed; a threshold of 0 is the engine without the model, over every sentence); the deployed
-gate is then one of the rows. ``--stride N`` asks every Nth question (the model embeds six texts
+gate is then one of the rows. The gate's five sentences go first, ordered by score plus
+``--rerank-weight`` times their similarity (0: by score alone), as the engine orders them.
+``--stride N`` asks every Nth question (the model embeds six texts
 per question: the whole set takes ~12 minutes on one core).
 
 The notebook searches as the calibration test's does (bm25 and hashing vectors fused with equal
@@ -73,7 +75,9 @@ class Question:
         return "refused"
 
 
-def split_questions(titles: list[str], settings: ExtractiveSettings, model: str | None, stride: int) -> list[Question]:
+def split_questions(
+    titles: list[str], settings: ExtractiveSettings, model: str | None, stride: int, gate: SemanticGate
+) -> list[Question]:
     paragraphs, questions = load_squad()
     indexed, held_out = titles[0::2], titles[1::2]
     notebook = InMemoryNotebook([
@@ -88,15 +92,19 @@ def split_questions(titles: list[str], settings: ExtractiveSettings, model: str 
         for query in questions[title][::stride]:
             evidence = notebook.search(query["text"], settings.search_limit)
             ranked = ranked_sentences(query["text"], evidence, settings)[:KEPT]
-            # The model sees the gate's first sentences; those after them can pass only a
-            # threshold of no similarity, which is the engine without a model (every sentence).
-            shown = ranked[: SemanticGate().candidates] if similarity else []
-            close = list(similarity(query["text"], [quote.text for quote in shown])) if shown else []
-            close += [1.0 if similarity is None else 0.0] * (len(ranked) - len(close))
+            # The model sees the gate's first sentences, and they go first in the order it gives
+            # them; those after them can pass only a threshold of no similarity, which is the
+            # engine without a model (every sentence).
+            if similarity:
+                shown = ranked[: gate.candidates]
+                pairs = gate.reranked(shown, similarity(query["text"], [quote.text for quote in shown]))
+                pairs += [(quote, 0.0) for quote in ranked[len(shown):]]
+            else:
+                pairs = [(quote, 1.0) for quote in ranked]
             gold = query["metadata"]["answers"]
             found.append(Question(title in indexed, tuple(
                 Candidate(quote.coverage, quote.support, score, any(answer in quote.evidence.text for answer in gold))
-                for quote, score in zip(ranked, close, strict=True)
+                for quote, score in pairs
             )))
     return found
 
@@ -114,12 +122,15 @@ def main() -> None:
     parser.add_argument("--refusal-floor", type=float, default=0.95)
     parser.add_argument("--similarity", help="a GNOSI_EMBEDDER sentence model (minilm): its similarity as a third threshold")
     parser.add_argument("--stride", type=int, default=1, help="ask every Nth question")
+    parser.add_argument("--rerank-weight", type=float, default=SemanticGate().rerank_weight,
+                        help="with --similarity: the share of it added to a candidate's score to order them (0: by score)")
     args = parser.parse_args()
     started = time.perf_counter()
     titles = list(load_squad()[0])
     deployed = ExtractiveSettings()
-    dev = split_questions(titles[: args.articles], deployed, args.similarity, args.stride)
-    test = split_questions(titles[args.articles : 2 * args.articles], deployed, args.similarity, args.stride)
+    gate = SemanticGate(rerank_weight=args.rerank_weight)
+    dev = split_questions(titles[: args.articles], deployed, args.similarity, args.stride, gate)
+    test = split_questions(titles[args.articles : 2 * args.articles], deployed, args.similarity, args.stride, gate)
     grid = {
         thresholds: rates(dev, thresholds)
         for thresholds in product(COVERAGES, SUPPORTS, SIMILARITIES if args.similarity else [0.0])

@@ -52,6 +52,21 @@ def test_a_close_sentence_is_quoted_as_without_the_model(dmca: InMemoryNotebook)
     assert gated == final(list(ExtractiveEngine().answer(question, dmca.tools())))
 
 
+def test_the_model_orders_the_sentences_it_is_shown(dmca: InMemoryNotebook) -> None:
+    """Score plus similarity decides which passing sentence is quoted first (SemanticGate.reranked)."""
+    question = "What does section 512 limit the liability of service providers for?"
+    first = final(list(ExtractiveEngine().answer(question, dmca.tools())))["citations"][0]["quote"]
+
+    def prefers_the_others(question: str, sentences: Sequence[str]) -> list[float]:
+        return [SemanticGate().min_similarity if sentence == first else 0.9 for sentence in sentences]
+
+    done = final(list(ExtractiveEngine(similarity=prefers_the_others).answer(question, dmca.tools())))
+
+    assert done["status"] == "answered"
+    assert done["citations"][0]["quote"] != first
+    assert "section 512" in done["citations"][0]["quote"].lower()
+
+
 @pytest.mark.parametrize("question", [
     "Which president signed the DMCA into law?",
     "Into how many titles is the DMCA divided?",
