@@ -269,8 +269,18 @@ _DOTTED_LEADER = regex.compile(r"(?:\.\s?){4,}|\u2026{2,}")  # "Introduction ...
 
 
 def not_a_claim(sentence: str) -> bool:
-    """A caption or a table-of-contents line: never quoted as an answer."""
-    return bool(_CAPTION.match(sentence.lstrip()) or _DOTTED_LEADER.search(sentence))
+    """A caption, a table-of-contents line or a heading: never quoted as an answer."""
+    return bool(_CAPTION.match(sentence.lstrip()) or _DOTTED_LEADER.search(sentence)) or _a_heading(sentence)
+
+
+def _a_heading(sentence: str) -> bool:
+    """Words in capitals or capitalised, none starting in lower case: a title block or a heading
+    ("1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary December 1998
+    INTRODUCTION"). Text in a script without case is never one."""
+    initials = [word[0] for word in words(sentence) if word[0].isalpha()]
+    if any(not (initial.isupper() or initial.islower()) for initial in initials):
+        return False
+    return len(initials) >= 2 and not any(initial.islower() for initial in initials)
 
 
 def _sufficient(quote: Quote, settings: ExtractiveSettings) -> bool:

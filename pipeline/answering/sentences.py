@@ -26,6 +26,16 @@ MAX_SENTENCE_CHARS = 400
 _BOUNDARY = regex.compile(
     r"[.!?\u2026][\"'\u2019\u201d\u00bb)\]]*(?=\s)|[\u3002\uff01\uff1f\u0964\u0965][\u300d\u201d)]*|\n"
 )
+# A heading the text layer ran into the sentence after it ("… INTRODUCTION The Digital Millennium
+# Copyright Act was signed …", "TITLE II: ONLINE COPYRIGHT … LIMITATION Title II of the DMCA adds …"):
+# the white space before a capitalised word, where what precedes it is a section word, or two
+# words in capitals of which one has four letters or more. One capitalised acronym ("FBI
+# Director …", "NASA Administrator …") is not a heading.
+_BEFORE_CAPITALISED = regex.compile(r"(?<=\S)\s+(?=\p{Lu}\p{Ll})")
+_SECTION_WORDS = frozenset(
+    "INTRODUCTION BACKGROUND SUMMARY ABSTRACT CONCLUSION CONCLUSIONS DISCUSSION METHODS RESULTS OVERVIEW "
+    "APPENDIX ACKNOWLEDGMENTS ACKNOWLEDGEMENTS PURPOSE SCOPE DEFINITIONS INSTRUCTIONS".split()
+)
 _WORD_BEFORE = regex.compile(r"([\p{L}.]+)\.[\"'\u2019\u201d\u00bb)\]]*$")
 _ABBREVIATIONS = frozenset(
     "mr mrs ms dr prof st sr jr vs etc e.g i.e cf al approx no nos vol fig figs art sec ch p pp "
@@ -36,18 +46,37 @@ _ABBREVIATIONS = frozenset(
 def sentence_spans(text: str) -> list[tuple[int, int]]:
     """Return ``(start, end)`` spans of the sentences of ``text``, stripped, in order.
 
-    A sentence longer than ``MAX_SENTENCE_CHARS`` (a table row or text without punctuation) is
-    cut at spaces into windows of at most that size, so a quote stays readable.
+    A heading run into the next sentence ends where that sentence starts (``_ends_a_heading``),
+    so a quote does not open with it. A sentence longer than ``MAX_SENTENCE_CHARS`` (a table row
+    or text without punctuation) is cut at spaces into windows of at most that size, so a quote
+    stays readable.
     """
+    stops = {match.end() for match in _BOUNDARY.finditer(text) if not _is_false_stop(text, match.start(), match.end())}
+    stops.update(match.start() for match in _BEFORE_CAPITALISED.finditer(text) if _ends_a_heading(text, match.start()))
     spans: list[tuple[int, int]] = []
     start = 0
-    for match in _BOUNDARY.finditer(text):
-        if _is_false_stop(text, match.start(), match.end()):
-            continue
-        spans.extend(_windows(text, start, match.end()))
-        start = match.end()
+    for stop in sorted(stops):
+        spans.extend(_windows(text, start, stop))
+        start = stop
     spans.extend(_windows(text, start, len(text)))
     return spans
+
+
+def _ends_a_heading(text: str, end: int) -> bool:
+    before = [_letters(token) for token in text[max(0, end - 120) : end].split()[-2:]]
+    if not before or not _in_capitals(before[-1]):
+        return False
+    if before[-1] in _SECTION_WORDS:
+        return True
+    return len(before) == 2 and _in_capitals(before[0]) and max(map(len, before)) >= 4
+
+
+def _letters(token: str) -> str:
+    return "".join(character for character in token if character.isalpha())
+
+
+def _in_capitals(letters: str) -> bool:
+    return len(letters) >= 2 and letters.isupper()
 
 
 def _is_false_stop(text: str, stop: int, end: int) -> bool:

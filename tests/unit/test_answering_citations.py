@@ -110,6 +110,19 @@ def test_sentences_survive_abbreviations_and_initials() -> None:
     ]
 
 
+def test_a_heading_run_into_a_sentence_ends_before_it_and_an_acronym_does_not() -> None:
+    text = ("1998 INTRODUCTION The Act was signed. TITLE II: ONLINE LIABILITY LIMITATION Title II adds a section. "
+            "FBI Director Wray testified. NASA Administrator Nelson agreed.")
+    assert [text[s:e] for s, e in sentence_spans(text)] == [
+        "1998 INTRODUCTION",
+        "The Act was signed.",
+        "TITLE II: ONLINE LIABILITY LIMITATION",
+        "Title II adds a section.",
+        "FBI Director Wray testified.",
+        "NASA Administrator Nelson agreed.",
+    ]
+
+
 def test_overlong_sentences_are_cut_into_windows_of_exact_text() -> None:
     text = "word " * 300
     spans = sentence_spans(text)

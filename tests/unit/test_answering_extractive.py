@@ -19,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine
+from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, not_a_claim
 from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
@@ -103,6 +103,22 @@ def test_a_fact_is_answered_with_quotes_taken_from_the_cited_chunks(dmca: InMemo
     streamed = [event.data for event in events if event.type == "citation"]
     assert streamed == done["citations"]
     assert "".join(event.data["text"] for event in events if event.type == "token") == done["text"]
+
+
+def test_the_title_block_run_into_the_first_sentence_is_not_quoted(dmca: InMemoryNotebook) -> None:
+    """Page 1 reads "… 1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary
+    December 1998 INTRODUCTION The Digital Millennium Copyright Act (DMCA) was signed …"."""
+    done = final(list(ExtractiveEngine().answer("Which president signed the DMCA into law?", dmca.tools())))
+
+    assert done["citations"][0]["quote"].startswith("The Digital Millennium Copyright Act (DMCA) was signed")
+    assert not any("INTRODUCTION" in citation["quote"] for citation in done["citations"])
+
+
+def test_a_heading_alone_is_never_quoted() -> None:
+    assert not_a_claim("1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary December 1998")
+    assert not_a_claim("TITLE II: ONLINE COPYRIGHT INFRINGEMENT LIABILITY LIMITATION")
+    assert not not_a_claim("Title II of the DMCA adds a new section 512 to the Copyright Act.")
+    assert not not_a_claim("数字千年版权法于1998年签署。")
 
 
 def test_another_fact_and_its_page(dmca: InMemoryNotebook) -> None:
