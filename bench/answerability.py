@@ -20,8 +20,8 @@ then measured on the test split.
 deployed; a threshold of 0 is the engine without the model, over every sentence); the deployed
 gate is then one of the rows. The gate's five sentences go first, ordered by score plus
 ``--rerank-weight`` times their similarity (0: by score alone), as the engine orders them.
-``--stride N`` asks every Nth question (the model embeds six texts
-per question: the whole set takes ~12 minutes on one core).
+``--stride N`` asks every Nth question (the model embeds six texts per question: the whole set
+takes ~12 minutes on one core).
 
 The notebook searches as the calibration test's does (bm25 and hashing vectors fused with equal
 weights, RRF k = 60), not exactly as deployed (hashing at weight 0.05, k = 20; or MiniLM vectors
