@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlalchemy.orm import Session
 
 from storage.models import ConversationThread, Message, Notebook, RevisionPin, in_notebook
@@ -84,6 +84,18 @@ def recent_messages(session: Session, conversation: ConversationThread, limit: i
         select(Message).where(Message.thread_id == conversation.id).order_by(Message.id.desc()).limit(limit)
     ).all()
     return list(reversed(newest))
+
+
+def version(session: Session, conversation: ConversationThread) -> tuple[int, int, tuple[str, ...]]:
+    """What the thread's messages are, without reading them: their number, the last one's id (a
+    transcript is only appended to, or cleared whole) and the ids of the people who wrote them."""
+    count, last = session.execute(
+        select(func.count(Message.id), func.max(Message.id)).where(Message.thread_id == conversation.id)
+    ).one()
+    authors = session.scalars(
+        select(Message.author_id).where(Message.thread_id == conversation.id, Message.author_id.is_not(None)).distinct()
+    )
+    return count, last or 0, tuple(sorted(authors))
 
 
 def clear(session: Session, conversation: ConversationThread) -> int:

@@ -1,13 +1,14 @@
 """POST /api/chat (server-sent events) and the notebook's conversation and chat-source views."""
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from flask import Blueprint, Response, stream_with_context
+from flask import Blueprint, Response, jsonify, request, stream_with_context
 
 from app.api.access import visible_notebook
 from app.timestamps import iso
@@ -105,19 +106,33 @@ def chat_sse():  # type: ignore[no-untyped-def]
 
 @bp.get("/api/notebooks/<notebook_id>/conversation")
 def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
-    """The canonical transcript of the notebook's current mode, as the caller may see it."""
+    """The canonical transcript of the notebook's current mode, as the caller may see it.
+
+    It carries an ETag made of what it shows without the messages themselves (their number, the
+    last id, their authors' names, the caller's rights): an open page of a shared notebook asks
+    again every 10 s, and its browser's conditional request is answered 304 without reading a
+    transcript that has not changed. (A citation stored before titles were kept takes its
+    record's title when read: a retitled record shows in such a transcript at its next message.)
+    """
     principal = current_principal()
     with services().db.reader() as session:
         notebook = visible_notebook(session, principal, notebook_id)
         thread = conversations.thread(session, notebook, principal.user_id, create=False)
-        messages = conversations.messages(session, thread) if thread else []
-        authors = {u.id: u.name for u in session.query(User).filter(User.id.in_({m.author_id for m in messages if m.author_id}))}
-        labelled = readable_citations(services(), session, [m.citations for m in messages])
-        return {
+        count, last, author_ids = conversations.version(session, thread) if thread else (0, 0, ())
+        authors = {u.id: u.name for u in session.query(User).filter(User.id.in_(author_ids))}
+        head = {
             "notebook_id": notebook.id,
             "mode": notebook.conversation_mode,
             "read_only": not principal.can_write,
             "can_clear": notebook.conversation_mode == "private" or notebooks.is_owner(session, principal, notebook),
+        }
+        tag = _transcript_tag(head, thread.id if thread else None, count, last, authors)
+        if request.if_none_match.contains_weak(tag):
+            return _revalidated(Response(status=304), tag)
+        messages = conversations.messages(session, thread) if thread else []
+        labelled = readable_citations(services(), session, [m.citations for m in messages])
+        body = {
+            **head,
             "messages": [
                 {
                     "id": m.id,
@@ -132,6 +147,19 @@ def conversation(notebook_id: str):  # type: ignore[no-untyped-def]
                 for m, citations in zip(messages, labelled)
             ],
         }
+    return _revalidated(jsonify(body), tag)
+
+
+def _transcript_tag(head: dict[str, Any], thread_id: str | None, count: int, last: int, authors: dict[str, str]) -> str:
+    shown = json.dumps([head, thread_id, count, last, sorted(authors.items())], sort_keys=True)
+    return hashlib.sha256(shown.encode()).hexdigest()[:32]
+
+
+def _revalidated(response: Response, tag: str) -> Response:
+    """A private answer the browser keeps but asks about again every time (``no-cache``)."""
+    response.set_etag(tag, weak=True)
+    response.headers["Cache-Control"] = "private, no-cache"
+    return response
 
 
 @bp.delete("/api/notebooks/<notebook_id>/conversation")
