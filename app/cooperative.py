@@ -6,7 +6,9 @@ sent (a socket write that does not block), its search, answer and storing run on
 that arrived meanwhile starts only when they are done. Ten turns at once then wait for each other
 before any of them shows its first event. After each event is sent the turn yields until the
 event loop has nothing else to do, so the requests waiting to be read and started run first
-(issue #13: the first event within 50 ms).
+(issue #13: the first event within 50 ms). A search yields the same way between its phases
+(``storage.retrieval.Retriever``'s ``between_phases``): a request that arrives while turns search
+then waits for a third of a search in each of them, not for whole searches.
 
 Outside gevent (tests, a threaded server) this does nothing: threads are preempted anyway.
 """

@@ -10,6 +10,7 @@ from flask import current_app
 
 from app.api.ws_slots import SocketSlots
 from app.config import Settings
+from app.cooperative import let_waiting_requests_run
 from app.metrics import SEARCH
 from app.ratelimit import RateLimiter
 from app.services.recent_checks import RecentChecks
@@ -79,7 +80,10 @@ class Services:
     def retriever(self) -> Retriever:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
         cache = VectorCache(self.settings.vector_cache_bytes, loader=self.vector_files.load)
-        return Retriever(self.embedder, cache, observe=SEARCH.observe, lexical_files=self.vector_files.lexical_file)
+        return Retriever(
+            self.embedder, cache, observe=SEARCH.observe, lexical_files=self.vector_files.lexical_file,
+            between_phases=let_waiting_requests_run,
+        )
 
     @cached_property
     def vector_files(self) -> VectorFiles:

@@ -47,7 +47,10 @@ CHAT_DONE = Histogram(
     "gnosi_chat_done_seconds", "From a chat turn's handler starting to its last event.",
     buckets=LATENCY_BUCKETS, registry=WEB,
 )
-SEARCH = Histogram("gnosi_search_seconds", "One hybrid search of a revision.", buckets=LATENCY_BUCKETS, registry=WEB)
+SEARCH = Histogram(
+    "gnosi_search_seconds", "One hybrid search of a revision, its own time (not the pauses it makes for waiting requests).",
+    buckets=LATENCY_BUCKETS, registry=WEB,
+)
 RATE_LIMITED = Counter(
     "gnosi_rate_limited", "Requests refused with 429, by limited action.", ["action"], registry=WEB,
 )

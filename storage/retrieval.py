@@ -80,11 +80,16 @@ class Retriever:
         vectors: VectorCache,
         observe: Callable[[float], None] = lambda seconds: None,
         lexical_files: LexicalFiles = lambda revision_id, embedder: None,
+        between_phases: Callable[[], None] = lambda: None,
     ) -> None:
         self.embedder = embedder
         self.vectors = vectors
-        self.observe = observe  # told each search's seconds (the web app's latency histogram)
+        self.observe = observe  # told each search's own seconds (the web app's latency histogram)
         self.lexical_files = lexical_files
+        # Called after the words' list and after the vectors' list. The web app lets the requests
+        # waiting for the CPU start there (app.cooperative): on one event loop a search is then
+        # three stretches, and a turn asked meanwhile waits for one of them, not for whole searches.
+        self.between_phases = between_phases
 
     def search(
         self, session: Session, notebook: Notebook, revision_id: str, query: str, *, limit: int = MAX_RESULTS
@@ -95,15 +100,23 @@ class Retriever:
         members = set(notebooks.member_ids(session, notebook))
         terms = match_terms(query)
         lexical = [pk for pk, _ in self.lexical_candidates(session, notebook, revision_id, terms, members)] if terms else []
+        paused = self._pause()
         matrix = self.vectors.get(session, revision_id, self.embedder)
         semantic = vector_ranking(matrix, self.embedder.embed([query])[0], members)
+        paused += self._pause()
         fused = reciprocal_rank_fusion(
             [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=[BM25_WEIGHT, self.embedder.fusion_weight]
         )[:limit]
         chunks = evidence.chunks_by_pk(session, notebook, revision_id, [int(pk) for pk, _ in fused])
         hits = [Hit(chunks[int(pk)], score) for pk, score in fused if int(pk) in chunks]
-        self.observe(time.perf_counter() - started)
+        self.observe(time.perf_counter() - started - paused)
         return hits
+
+    def _pause(self) -> float:
+        """The seconds given to other requests, which are not the search's own."""
+        started = time.perf_counter()
+        self.between_phases()
+        return time.perf_counter() - started
 
     def lexical_candidates(
         self, session: Session, notebook: Notebook, revision_id: str, terms: list[str], members: set[str]

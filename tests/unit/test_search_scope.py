@@ -103,3 +103,28 @@ def test_a_short_lexical_list_costs_one_query(instance: Database) -> None:
             found = evidence.fts_candidates(session, notebook, notebook.active_revision_id, match, 500)
     assert 0 < len(found) < 500
     assert len([statement for statement in statements if "chunks_fts" in statement]) == 1
+
+
+def test_a_search_pauses_twice_for_waiting_requests_and_counts_only_its_own_time(
+    instance: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The web app lets waiting requests run between a search's phases (app.cooperative); the
+    search latency metric counts the search's own seconds, not theirs. The clock here moves only
+    while others run, so the search's own time is exactly 0."""
+    notebook_id = stored_notebook(instance, "pausing", ("dmca.pdf",))
+    clock = [0.0]
+    monkeypatch.setattr("storage.retrieval.time.perf_counter", lambda: clock[0])
+    paused: list[float] = []
+    observed: list[float] = []
+
+    def others_run() -> None:
+        paused.append(clock[0])
+        clock[0] += 5.0
+
+    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), observe=observed.append, between_phases=others_run)
+    with instance.reader() as session:
+        notebook = session.get(Notebook, notebook_id)
+        assert notebook is not None and notebook.active_revision_id is not None
+        hits = retriever.search(session, notebook, notebook.active_revision_id, QUESTIONS[0], limit=5)
+
+    assert hits and paused == [0.0, 5.0] and observed == [0.0]
