@@ -248,13 +248,16 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
     asked = frozenset(fold(word) for word in words(question))
     candidates: list[tuple[float, int, int, Quote]] = []
     for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
+        prose = item.locator.get("table") is None
         named = terms_of_chunk.union(content_terms(item.title or ""))
         support = len(question_terms & named) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
         for start, end in sentence_spans(item.text):
             terms = content_terms(item.text[start:end])
             sentence = item.text[start:end]
-            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or not can_answer(sentence, wanted, asked):
+            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or prose and a_heading(sentence):
+                continue
+            if not can_answer(sentence, wanted, asked):
                 continue
             coverage = math.fsum(weights[term] for term in question_terms.intersection(terms)) / total
             quote = Quote(item, start, end, coverage + bonus, coverage, support)
@@ -273,14 +276,16 @@ _DOTTED_LEADER = regex.compile(r"(?:\.\s?){4,}|\u2026{2,}")  # "Introduction ...
 
 
 def not_a_claim(sentence: str) -> bool:
-    """A caption, a table-of-contents line or a heading: never quoted as an answer."""
-    return bool(_CAPTION.match(sentence.lstrip()) or _DOTTED_LEADER.search(sentence)) or _a_heading(sentence)
+    """A caption or a table-of-contents line: never quoted as an answer."""
+    return bool(_CAPTION.match(sentence.lstrip()) or _DOTTED_LEADER.search(sentence))
 
 
-def _a_heading(sentence: str) -> bool:
+def a_heading(sentence: str) -> bool:
     """Words in capitals or capitalised, none starting in lower case: a title block or a heading
     ("1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary December 1998
-    INTRODUCTION"). Text in a script without case is never one."""
+    INTRODUCTION"), never quoted as an answer. Text in a script without case is never one; nor is
+    a table's row ("State / Territory: Alabama | Handgun: 23,022 | …"), whose labels look the
+    same: the engine asks this of prose chunks only."""
     initials = [word[0] for word in words(sentence) if word[0].isalpha()]
     if any(not (initial.isupper() or initial.islower()) for initial in initials):
         return False

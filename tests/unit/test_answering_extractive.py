@@ -19,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, not_a_claim
+from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, a_heading
 from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
@@ -115,10 +115,20 @@ def test_the_title_block_run_into_the_first_sentence_is_not_quoted(dmca: InMemor
 
 
 def test_a_heading_alone_is_never_quoted() -> None:
-    assert not_a_claim("1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary December 1998")
-    assert not_a_claim("TITLE II: ONLINE COPYRIGHT INFRINGEMENT LIABILITY LIMITATION")
-    assert not not_a_claim("Title II of the DMCA adds a new section 512 to the Copyright Act.")
-    assert not not_a_claim("数字千年版权法于1998年签署。")
+    assert a_heading("1 THE DIGITAL MILLENNIUM COPYRIGHT ACT OF 1998 U.S. Copyright Office Summary December 1998")
+    assert a_heading("TITLE II: ONLINE COPYRIGHT INFRINGEMENT LIABILITY LIMITATION")
+    assert not a_heading("Title II of the DMCA adds a new section 512 to the Copyright Act.")
+    assert not a_heading("数字千年版权法于1998年签署。")
+
+
+def test_a_table_row_is_quoted_although_its_labels_look_like_a_heading() -> None:
+    """tests/browser/test_scans.py's NICS row: every word capitalised, and still the answer."""
+    row = "State / Territory: Alabama | Permit: 22,181 | Handgun: 23,022 | Long Gun: 31,577 | Other: 1,218"
+    checks = InMemoryNotebook(evidence_items("nics", "Firearm background checks", [Segment(row, {"page": 1, "table": 1})]))
+
+    done = final(list(ExtractiveEngine().answer("How many handgun checks did Alabama have?", checks.tools())))
+
+    assert done["status"] == "answered" and "Handgun: 23,022" in done["citations"][0]["quote"]
 
 
 def test_another_fact_and_its_page(dmca: InMemoryNotebook) -> None:
