@@ -252,10 +252,10 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
         named = terms_of_chunk.union(content_terms(item.title or ""))
         support = len(question_terms & named) / len(question_terms)
         bonus = settings.rank_bonus / (1 + rank)
-        for start, end in sentence_spans(item.text):
+        for start, end in sentence_spans(item.text, headings=prose):
             terms = content_terms(item.text[start:end])
             sentence = item.text[start:end]
-            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or prose and a_heading(sentence):
+            if len(terms) < settings.min_sentence_terms or not_a_claim(sentence) or (prose and a_heading(sentence)):
                 continue
             if not can_answer(sentence, wanted, asked):
                 continue

@@ -43,16 +43,18 @@ _ABBREVIATIONS = frozenset(
 )
 
 
-def sentence_spans(text: str) -> list[tuple[int, int]]:
+def sentence_spans(text: str, *, headings: bool = True) -> list[tuple[int, int]]:
     """Return ``(start, end)`` spans of the sentences of ``text``, stripped, in order.
 
     A heading run into the next sentence ends where that sentence starts (``_ends_a_heading``),
-    so a quote does not open with it. A sentence longer than ``MAX_SENTENCE_CHARS`` (a table row
+    so a quote does not open with it; ``headings=False`` for a table's text, whose rows
+    ("Company: ISOLA USA Corp. | …") hold capitals that are no heading. A sentence longer than ``MAX_SENTENCE_CHARS`` (a table row
     or text without punctuation) is cut at spaces into windows of at most that size, so a quote
     stays readable.
     """
     stops = {match.end() for match in _BOUNDARY.finditer(text) if not _is_false_stop(text, match.start(), match.end())}
-    stops.update(match.start() for match in _BEFORE_CAPITALISED.finditer(text) if _ends_a_heading(text, match.start()))
+    if headings:
+        stops.update(match.start() for match in _BEFORE_CAPITALISED.finditer(text) if _ends_a_heading(text, match.start()))
     spans: list[tuple[int, int]] = []
     start = 0
     for stop in sorted(stops):

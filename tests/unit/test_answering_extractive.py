@@ -131,6 +131,15 @@ def test_a_table_row_is_quoted_although_its_labels_look_like_a_heading() -> None
     assert done["status"] == "answered" and "Handgun: 23,022" in done["citations"][0]["quote"]
 
 
+def test_a_table_row_is_not_cut_where_prose_would_end_a_heading() -> None:
+    row = "Company: ISOLA USA Corp. | City: Elk Grove | Employees affected: 72 | Layoff date: 12/28/2015"
+    layoffs = InMemoryNotebook(evidence_items("warn", "WARN report", [Segment(row, {"page": 1, "table": 1})]))
+
+    done = final(list(ExtractiveEngine().answer("How many employees did ISOLA USA lay off in Elk Grove?", layoffs.tools())))
+
+    assert done["status"] == "answered" and done["citations"][0]["quote"] == row
+
+
 def test_another_fact_and_its_page(dmca: InMemoryNotebook) -> None:
     done = final(list(ExtractiveEngine().answer("Into how many titles is the DMCA divided?", dmca.tools())))
 
