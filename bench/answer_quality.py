@@ -4,7 +4,7 @@ Usage: .venv/bin/python bench/answer_quality.py [--datasets scifact,financebench
            [--limit-queries 1000] [--squad-articles 40] [--dims 512,1024,2048] [--typed-answers on,off]
            [--weights 0.1,0.25,0.5,1] [--rrf-k 60] [--lexical fts5,porter]
            [--context-weights 0,1,2,3]
-           [--external-python /tmp/st-venv/bin/python] [--embedder hashing|minilm]
+           [--external-python /tmp/st-venv/bin/python] [--embedder hashing|minilm] [--show-answers]
 
 The default run takes about 6 minutes on 2 cores (all 5,183 SciFact abstracts, 40 SQuAD
 articles, the 19 FinanceBench PDFs). ``--external-python`` names an interpreter holding torch,
@@ -277,6 +277,7 @@ class Options:
     external: ExternalEmbedder | None
     typed_answers: list[bool]
     deployed: Embedder  # GNOSI_EMBEDDER of the deployments
+    show_answers: bool = False
 
 
 def label(embedder: Embedder) -> str:
@@ -383,13 +384,22 @@ def _answer(engine: ExtractiveEngine, tools: ToolRegistry, question: str) -> tup
     return done["status"], [item for item in cited if item], [citation["quote"] for citation in done["citations"]]
 
 
+def show_answer(engine: str, question: str, status: str, cited: list[EvidenceItem], quotes: list[str],
+                right: bool | None) -> None:
+    """One answer on stderr (``--show-answers``): what was cited and quoted, and whether it was right
+    (None: not scored)."""
+    where = f"{cited[0].resource_id} page {cited[0].locator.get('page')}" if cited else "-"
+    mark = {None: " ", True: "+", False: "x"}[right]
+    log(f"{mark} [{engine}] {question}\n    {status}: {where}: {(quotes or [''])[0][:240]!r}")
+
+
 def answer_rows(
     d: Deployment, db: Database, notebook_id: str, dataset: Dataset, engines: dict[str, ExtractiveEngine],
-    embedder: Embedder,
+    embedder: Embedder, show: bool = False,
 ) -> list[list[object]]:
     """Extractive answers of each engine variant (columns): citation correctness on the notebook's
     questions, then refusals once the held-out documents are removed (the same questions and
-    search for every variant)."""
+    search for every variant). ``show`` logs every answer, marked + (first citation right) or x."""
     names = list(engines)
     answered = dict.fromkeys(names, 0)
     cited_ok = dict.fromkeys(names, 0)
@@ -399,15 +409,18 @@ def answer_rows(
         for query_id, question in dataset.queries.items():
             for name, engine in engines.items():
                 status, cited, quotes = _answer(engine, index.search_tools(session, embedder), question)
-                if status != "answered" or not cited:
-                    continue
-                answered[name] += 1
-                first = cited[0]
-                if dataset.answers:
-                    cited_ok[name] += _contains_answer(first.text, dataset.answers[query_id])
-                    quoted_ok[name] += any(_contains_answer(quote, dataset.answers[query_id]) for quote in quotes)
-                else:
-                    cited_ok[name] += dataset.corpus_id(first.resource_id, first.locator) in dataset.qrels[query_id]
+                right: bool | None = None
+                if status == "answered" and cited:
+                    answered[name] += 1
+                    first = cited[0]
+                    if dataset.answers:
+                        right = _contains_answer(first.text, dataset.answers[query_id])
+                        quoted_ok[name] += any(_contains_answer(quote, dataset.answers[query_id]) for quote in quotes)
+                    else:
+                        right = dataset.corpus_id(first.resource_id, first.locator) in dataset.qrels[query_id]
+                    cited_ok[name] += right
+                if show:
+                    show_answer(name, question, status, cited, quotes, right)
     for resource_id in dataset.refusal_resources:
         response = d.api.delete(f"/api/notebooks/{notebook_id}/sources/{resource_id}")
         assert response.status_code == 204, response.text
@@ -417,7 +430,9 @@ def answer_rows(
         index = NotebookIndex(session, notebook_id, dataset)
         for question in dataset.refusal_queries.values():
             for name, engine in engines.items():
-                status, cited, _ = _answer(engine, index.search_tools(session, embedder), question)
+                status, cited, quotes = _answer(engine, index.search_tools(session, embedder), question)
+                if show:
+                    show_answer(name, "(document removed) " + question, status, cited, quotes, None)
                 refused[name] += status == "no_evidence"
                 leaked[name] += any(item.resource_id in dataset.refusal_resources for item in cited)
     asked, held_out = len(dataset.queries), len(dataset.refusal_queries)
@@ -476,6 +491,8 @@ def main() -> None:
                         "on (a when/how-many question needs a time/quantity in the quoted sentence), off")
     parser.add_argument("--embedder", default="hashing", help="GNOSI_EMBEDDER of the deployments (the deployed "
                         "search's vectors, ingested for real): hashing or minilm")
+    parser.add_argument("--show-answers", action="store_true", help="log every extractive answer on stderr "
+                        "(question, first citation, first quote; + right, x wrong)")
     parser.add_argument("--vector-cache", type=Path, default=Path(tempfile.gettempdir()) / "gnosi-bench-vectors")
     args = parser.parse_args()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -490,7 +507,7 @@ def main() -> None:
     external = ExternalEmbedder(args.external_python, "minilm-l6-v2", args.vector_cache) if args.external_python else None
     options = Options(args.dims, args.weights, args.rrf_k, args.candidates, args.lexical.split(","),
                       args.context_weights, external, [value == "on" for value in args.typed_answers.split(",")],
-                      embedder_from_name(args.embedder))
+                      embedder_from_name(args.embedder), args.show_answers)
     started = time.perf_counter()
     print("# Answer quality\n")
     print(f"command: {' '.join(sys.argv)}")
@@ -535,7 +552,8 @@ def evaluate(dataset: Dataset, options: Options) -> None:
                 for typed in options.typed_answers
             }
             print(markdown_table(["extractive answers (deployed search)", *engines],
-                                 answer_rows(d, db, notebook_id, dataset, engines, options.deployed)))
+                                 answer_rows(d, db, notebook_id, dataset, engines, options.deployed,
+                                             options.show_answers)))
             print()
 
 
