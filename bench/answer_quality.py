@@ -244,7 +244,8 @@ class NotebookIndex:
 
 def _item(chunk: EvidenceChunk, score: float = 0.0) -> EvidenceItem:
     return EvidenceItem(chunk.chunk_id, chunk.revision_id, chunk.resource_id, chunk.source_id, chunk.text,
-                        chunk.locator, score, chunk.source_title)
+                        chunk.locator, score, chunk.source_title,
+                        chunk.names)
 
 
 def vector_ranking(matrix: np.ndarray, query_vector: np.ndarray, pks: np.ndarray, limit: int) -> list[int]:

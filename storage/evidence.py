@@ -63,6 +63,7 @@ class EvidenceChunk:
     source_final_url: str | None
     source_title: str | None
     source_mime: str | None
+    names: str = ""  # every name of the document (``Chunk.context``: record title, declared title, file name)
 
 
 def _member_join(notebook: Notebook):  # type: ignore[no-untyped-def]
@@ -172,6 +173,7 @@ def _to_evidence(chunk: Chunk, source: Source) -> EvidenceChunk:
         source_final_url=source.final_url,
         source_title=source.title,
         source_mime=source.mime,
+        names=chunk.context,
     )
 
 

@@ -76,6 +76,7 @@ class TurnTools:
             locator=chunk.locator,
             score=score,
             title=chunk.source_title,
+            names=chunk.names,
         )
 
     @staticmethod

@@ -21,7 +21,13 @@ AnswerStatus = Literal["answered", "no_evidence"]
 
 @dataclass(frozen=True)
 class EvidenceItem:
-    """One chunk as a tool returns it; ``locator`` is the chunk's locator (page, time range, ...)."""
+    """One chunk as a tool returns it; ``locator`` is the chunk's locator (page, time range, ...).
+
+    ``title`` is the title its document declares (what a citation shows); ``names`` every name the
+    document goes by (the record's title, that title, the file name: ``pipeline.chunk_context``),
+    as a question may call it: a 10-K whose declared title is an SEC accession number is still
+    "BOEING_2022_10K" to the person asking about Boeing.
+    """
 
     chunk_id: str
     revision_id: str
@@ -31,6 +37,7 @@ class EvidenceItem:
     locator: dict[str, Any]
     score: float = 0.0
     title: str | None = None
+    names: str = ""
 
 
 @dataclass(frozen=True)

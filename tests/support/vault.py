@@ -1,6 +1,7 @@
 """Build a throwaway vault of References records around real corpus files."""
 from __future__ import annotations
 
+import io
 import shutil
 import uuid
 from collections.abc import Sequence
@@ -11,6 +12,21 @@ import yaml
 
 from app.scaffold import SCHEMA_FIELDS
 from support.services import CORPUS
+
+
+def pdf_pages(pdf: Path, pages: Sequence[int]) -> bytes:
+    """A PDF of only ``pages`` (0-based) of ``pdf``, copied as they are (PDFium imports the page
+    objects, text layer and all)."""
+    original = pypdfium2.PdfDocument(pdf)
+    part = pypdfium2.PdfDocument.new()
+    try:
+        part.import_pages(original, list(pages))
+        out = io.BytesIO()
+        part.save(out)
+        return out.getvalue()
+    finally:
+        part.close()
+        original.close()
 
 
 class VaultBuilder:
@@ -41,16 +57,8 @@ class VaultBuilder:
         return self.record(resource_id, title or corpus_pdf, file=self.attach_corpus(f"pdf/{corpus_pdf}"))
 
     def pdf_pages_record(self, resource_id: str, corpus_pdf: str, pages: Sequence[int], title: str | None = None) -> str:
-        """A record whose file holds only ``pages`` (0-based) of a corpus PDF, copied as they are
-        (PDFium imports the page objects, text layer and all): two parts of one real document are
-        two sources on one subject."""
-        original = pypdfium2.PdfDocument(CORPUS / "pdf" / corpus_pdf)
-        part = pypdfium2.PdfDocument.new()
-        try:
-            part.import_pages(original, list(pages))
-            name = f"{Path(corpus_pdf).stem}-p{pages[0] + 1}-{pages[-1] + 1}.pdf"
-            part.save(self.root / "files" / name)
-        finally:
-            part.close()
-            original.close()
+        """A record whose file holds only ``pages`` (0-based) of a corpus PDF: two parts of one
+        real document are two sources on one subject."""
+        name = f"{Path(corpus_pdf).stem}-p{pages[0] + 1}-{pages[-1] + 1}.pdf"
+        (self.root / "files" / name).write_bytes(pdf_pages(CORPUS / "pdf" / corpus_pdf, pages))
         return self.record(resource_id, title or name, file=f"files/{name}")

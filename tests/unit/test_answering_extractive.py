@@ -23,6 +23,7 @@ from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, a_
 from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
+from pipeline.chunk_context import chunk_context
 from pipeline.chunker import chunk_segments
 from pipeline.embedder import HashingEmbedder
 from pipeline.extractors import extract
@@ -30,8 +31,10 @@ from pipeline.fts_query import build_match_query
 from pipeline.fusion import reciprocal_rank_fusion
 from pipeline.types import Segment
 from support.services import CORPUS
+from support.vault import pdf_pages
 
 SQUAD = CORPUS / "qa" / "squad_v1.1_dev"
+FILINGS = CORPUS / "qa" / "financebench_subset" / "pdfs"
 CANDIDATES = 100
 
 
@@ -215,6 +218,46 @@ def test_a_documents_title_counts_as_its_chunks_support_and_another_name_does_no
 
     assert asked["status"] == "answered" and "$1,577 million" in asked["citations"][0]["quote"]
     assert other["status"] == "no_evidence"
+
+
+def filing_pages(name: str, pages: list[int]) -> list[EvidenceItem]:
+    """Chunks of some pages (1-based) of a FinanceBench filing, named as the server names them:
+    the record's title, the title the PDF declares, the file name."""
+    extraction = extract(pdf_pages(FILINGS / name, [page - 1 for page in pages]), filename=name)
+    names = chunk_context(resource_title=f"Filing {name}", source_title=extraction.title, kind="attachment",
+                          value=f"files/{name}")
+    return [dataclasses.replace(item, names=names) for item in evidence_items(name, extraction.title, extraction.segments)]
+
+
+def test_a_question_about_one_company_is_not_answered_from_anothers_filing() -> None:
+    """Amcor's 10-K states its effective tax rates; Boeing's page here is about its risks. Asked
+    about Boeing's tax rate, the engine quoted Amcor's sentence (it covers every other word of the
+    question); a name the question uses must be mentioned by the chunk or its document's names."""
+    filings = InMemoryNotebook(filing_pages("AMCOR_2023_10K.pdf", [93]) + filing_pages("BOEING_2022_10K.pdf", [12]))
+
+    boeing = final(list(ExtractiveEngine().answer(
+        "How does Boeing's effective tax rate in FY2022 compare to FY2021?", filings.tools(),
+    )))
+    amcor = final(list(ExtractiveEngine().answer(
+        "How does Amcor's effective tax rate in fiscal year 2023 compare to 2022?", filings.tools(),
+    )))
+
+    assert boeing["status"] == "no_evidence"
+    assert amcor["status"] == "answered" and "effective tax rate was 15.4%" in amcor["citations"][0]["quote"]
+
+
+def test_a_name_the_document_goes_by_counts_as_mentioned() -> None:
+    """The sentence says "the Company"; the file is AMCOR_2023_10K.pdf."""
+    sentence = ("For fiscal year 2023, the Company's effective tax rate was 15.4% as compared to the effective tax "
+                "rates of 26.9% and 21.9% for fiscal years 2022 and 2021, respectively.")
+    item = evidence_items("amcor", None, [Segment(sentence, {"page": 93})])[0]
+    question = "What was Amcor's effective tax rate for fiscal year 2023?"
+
+    named = InMemoryNotebook([dataclasses.replace(item, names="AMCOR_2023_10K.pdf · AMCOR 2023 10K")])
+    unnamed = InMemoryNotebook([item])
+
+    assert final(list(ExtractiveEngine().answer(question, named.tools())))["status"] == "answered"
+    assert final(list(ExtractiveEngine().answer(question, unnamed.tools())))["status"] == "no_evidence"
 
 
 def knowledge_turn(dmca: InMemoryNotebook, notes: list[list[EvidenceItem]]) -> ToolRegistry:
