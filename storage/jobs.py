@@ -74,6 +74,15 @@ def request_ingest(
     return IngestRequest(job, "queued")
 
 
+def absorbing_job(session: Session, notebook: Notebook, params: dict[str, Any]) -> Job | None:
+    """The queued job that would absorb a request with ``params`` without changing: the request
+    then needs no write (a queued job plans the sources it finds when it starts, which is later)."""
+    current = active_job(session, notebook)
+    if current is not None and current.state == "queued" and _merge_params(current.params, params) == current.params:
+        return current
+    return None
+
+
 def _merge_params(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
     merged = dict(old)
     for key, value in new.items():

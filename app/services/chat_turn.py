@@ -14,6 +14,7 @@ from app.extensions import Services
 from app.services.chat_request import PinnedContext, TurnRequest
 from app.services.chat_tools import TurnTools
 from storage import conversations
+from storage.models import ConversationThread, Notebook
 from storage.scope import Principal
 
 HISTORY_MESSAGES = 20
@@ -29,15 +30,15 @@ def run_turn(
     """Yields (event, data) pairs: token, tool, citation, approval (a knowledge-mode write the
     person must approve), and finally done."""
     page = contexts[0].notebook
-    with svc.db.session() as session:
-        thread = conversations.thread(session, page, principal.user_id, create=True)
+    thread = _thread(svc, page, principal.user_id)
     lock = svc.turn_locks.hold(thread.id) if page.conversation_mode == "shared" else nullcontext()
     with lock:
-        with svc.db.session() as session:
+        with svc.db.reader() as session:
             history = [
                 {"role": m.role, "content": m.text}
                 for m in conversations.recent_messages(session, thread, HISTORY_MESSAGES)
             ]
+        with svc.db.session() as session:
             conversations.append(session, thread, role="user", author_id=principal.user_id, text=turn.message)
         tools = TurnTools(svc, principal, contexts, knowledge=turn.mode == "knowledge")
         final = None
@@ -70,3 +71,21 @@ def run_turn(
             "message_id": message.id, "text": final["text"], "status": final["status"], "citations": citations,
             "related": related, "dropped": final.get("dropped", 0), "approvals": tools.approvals,
         }
+
+
+def _thread(svc: Services, page: Notebook, user_id: str) -> ConversationThread:
+    """The caller's thread, looked up without the write lock and created under it on a first turn.
+
+    Every turn used to take the write lock (``BEGIN IMMEDIATE``) to look its thread up. While
+    another process holds that lock, SQLite's busy handler sleeps in C and stops every request of
+    the waiting web process, so each write a turn takes needlessly lengthens the first-event tail:
+    ten clients on two web processes, 300 turns per variant interleaved, first event p95 43 → 25 ms.
+    """
+    with svc.db.reader() as session:
+        found = conversations.thread(session, page, user_id, create=False)
+    if found is not None:
+        return found
+    with svc.db.session() as session:  # looked up again under the lock: a concurrent first turn may have made it
+        created = conversations.thread(session, page, user_id, create=True)
+    assert created is not None
+    return created

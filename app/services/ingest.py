@@ -63,9 +63,14 @@ def request_ingest(
     """
     if only_if_changed and _nothing_changed(svc, notebook_id, explicit=explicit):
         return "not_needed", None
-    with svc.db.session() as session:
-        notebook = session.get(Notebook, notebook_id)
-        request = jobs.request_ingest(session, notebook, requested_by=requested_by, params=params or {})
+    with svc.db.reader() as session:  # asked again while a job waits: no write lock (app.services.chat_turn._thread)
+        queued = jobs.absorbing_job(session, session.get(Notebook, notebook_id), params or {})
+    if queued is not None:
+        request = jobs.IngestRequest(queued, "coalesced")
+    else:
+        with svc.db.session() as session:
+            notebook = session.get(Notebook, notebook_id)
+            request = jobs.request_ingest(session, notebook, requested_by=requested_by, params=params or {})
     log.info("ingestion %s: job %s", request.outcome, request.job.id, extra={"job_id": request.job.id})
     if request.outcome == "queued":
         try:
