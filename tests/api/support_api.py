@@ -11,6 +11,7 @@ from pipeline.extraction_cache import attachment_inputs, encode, extraction_key
 from pipeline.extractors import extract
 from storage import jobs, revisions
 from storage.models import Notebook, utcnow
+from support.sse import parse_sse
 from support.stored_notebooks import EMBEDDER
 
 
@@ -21,6 +22,15 @@ def create_notebook(world, resource_ids: list[str], visibility: str = "private")
     )
     assert response.status_code == 201, response.json
     return response.json["id"]
+
+
+def ask(world: Any, notebook_id: str, message: str) -> dict[str, Any]:
+    """One chat turn of alice's over SSE; its ``done`` event's data."""
+    response = world.call("POST", "/api/chat", json={"notebook_id": notebook_id, "message": message})
+    assert response.status_code == 200, response.get_data(as_text=True)
+    events = parse_sse(response.get_data(as_text=True))
+    assert events[-1][0] == "done", events
+    return events[-1][1]
 
 
 def services_of(world):  # type: ignore[no-untyped-def]

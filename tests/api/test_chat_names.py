@@ -6,16 +6,7 @@ from __future__ import annotations
 import shutil
 
 from support.services import CORPUS
-from support.sse import parse_sse
-from support_api import create_notebook, index
-
-
-def _done(world, notebook_id: str, message: str) -> dict:  # type: ignore[no-untyped-def]
-    response = world.call("POST", "/api/chat", json={"notebook_id": notebook_id, "message": message})
-    assert response.status_code == 200, response.get_data(as_text=True)
-    events = parse_sse(response.get_data(as_text=True))
-    assert events[-1][0] == "done", events
-    return events[-1][1]
+from support_api import ask, create_notebook, index
 
 
 def test_a_name_only_the_file_name_holds_reaches_the_engine(world) -> None:  # type: ignore[no-untyped-def]
@@ -25,8 +16,8 @@ def test_a_name_only_the_file_name_holds_reaches_the_engine(world) -> None:  # t
     notebook_id = create_notebook(world, ["briefing"])
     index(world, notebook_id, {"briefing": "Kessler-briefing.pdf"})
 
-    named = _done(world, notebook_id, "Which president signed the DMCA into law, in the Kessler briefing?")
-    unnamed = _done(world, notebook_id, "Which president signed the DMCA into law, in the Morgan briefing?")
+    named = ask(world, notebook_id, "Which president signed the DMCA into law, in the Kessler briefing?")
+    unnamed = ask(world, notebook_id, "Which president signed the DMCA into law, in the Morgan briefing?")
 
     assert named["status"] == "answered", named
     assert "President Clinton" in named["citations"][0]["quote"]

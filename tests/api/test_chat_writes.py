@@ -8,8 +8,7 @@ from contextlib import contextmanager
 
 from sqlalchemy import event
 
-from support.sse import parse_sse
-from support_api import create_notebook, index, services_of
+from support_api import ask, create_notebook, index, services_of
 
 WRITES = ("INSERT", "UPDATE", "DELETE", "REPLACE")
 
@@ -41,21 +40,13 @@ def _write_transactions(engine) -> Iterator[list[list[str]]]:  # type: ignore[no
         event.remove(engine, "rollback", ended)
 
 
-def _ask(world, notebook_id: str, message: str) -> dict:  # type: ignore[no-untyped-def]
-    response = world.call("POST", "/api/chat", json={"notebook_id": notebook_id, "message": message})
-    assert response.status_code == 200, response.get_data(as_text=True)
-    events = parse_sse(response.get_data(as_text=True))
-    assert events[-1][0] == "done", events
-    return events[-1][1]
-
-
 def test_every_write_transaction_of_a_turn_writes(world) -> None:  # type: ignore[no-untyped-def]
     notebook_id = create_notebook(world, ["dmca"])
     index(world, notebook_id)
-    _ask(world, notebook_id, "Which president signed the DMCA into law?")  # the first turn makes the thread
+    ask(world, notebook_id, "Which president signed the DMCA into law?")  # the first turn makes the thread
 
     with _write_transactions(services_of(world).db.engine) as transactions:
-        done = _ask(world, notebook_id, "Into how many titles is the DMCA divided?")
+        done = ask(world, notebook_id, "Into how many titles is the DMCA divided?")
 
     assert done["status"] == "answered"
     assert len(transactions) >= 3, "counting the turn, storing the question and storing the answer"
