@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from celery import shared_task
+from sqlalchemy.orm import Session
 
 from app.extensions import services
 
@@ -36,38 +38,26 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     of an embedded instance sends that when it knows its previous worker died, and with it any
     message that worker had taken off the broker (app/serve.py)."""
     svc = services()
-    orders: dict[str, list[ExtractOrder]] = {}
-    restart: list[str] = []
     queued_before = utcnow() - lease()
     if lost_before is not None:
         queued_before = max(queued_before, datetime.fromisoformat(lost_before))
     with svc.db.session() as session:
         heartbeats.beat(session, heartbeats.COORDINATOR)  # GET /readyz: beat, broker and a coordinator work
-        for job in jobs.recoverable(session, queued_before=queued_before):
-            if job.state == "cancelling":
-                ingestion.cancel(session, job)
-            elif job.state == "running" and job.revision_id is not None:
-                jobs.renew(session, job.id, lease())
-                notebook = session.get(Notebook, job.notebook_id)
-                orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
-            else:
-                restart.append(job.id)
-        attempts, held_for = svc.settings.job_max_attempts, lease()
-        lost_analyses = _recover(analyses.recoverable(session, queued_before=queued_before), analyses.cancelled, analyses.fail,
-                                 attempts, held_for)
-        lost_knowledge = _recover(knowledge_jobs.recoverable(session, queued_before=queued_before), knowledge_jobs.cancelled,
-                                  knowledge_jobs.fail, attempts, held_for)
-        lost_events = _recover(knowledge_events.recoverable(session, queued_before=queued_before), None, knowledge_events.fail,
-                               attempts, held_for, taken_back=knowledge_events.take_back)
-    for analysis_id in lost_analyses:
+    with svc.db.reader() as session:
+        anything_lost = _anything_lost(session, queued_before)
+    lost = Lost()
+    if anything_lost:
+        with svc.db.session() as session:
+            lost = _take_back(session, queued_before)
+    for analysis_id in lost.analyses:
         advance_analysis.delay(analysis_id, resend=True)
-    for job_id in lost_knowledge:
+    for job_id in lost.knowledge:
         advance_knowledge.delay(job_id, resend=True)
-    for event_id in lost_events:
+    for event_id in lost.events:
         send_event(event_id)
-    for job_id, pending in orders.items():
+    for job_id, pending in lost.orders.items():
         send_orders(job_id, pending)  # none left: only the activation was lost
-    for job_id in restart:
+    for job_id in lost.restart:
         dispatch_ingest(job_id)
     if svc.settings.embedded:
         purge_consumed(svc.settings.embedded_broker_path)
@@ -81,7 +71,54 @@ def sweep_jobs(lost_before: str | None = None) -> int:
             write_vectors.delay(revision_id)
     except OSError:  # a broken disk must not stop the recovery above from running again
         log.exception("could not clean the evidence spool, the extraction cache or the vector files")
-    return len(orders) + len(restart) + len(lost_analyses) + len(lost_knowledge) + len(lost_events)
+    return len(lost.orders) + len(lost.restart) + len(lost.analyses) + len(lost.knowledge) + len(lost.events)
+
+
+@dataclass
+class Lost:
+    """What a sweep sends again: extract orders of running jobs, jobs to restart, and the ids of
+    analyses, knowledge jobs and knowledge events."""
+
+    orders: dict[str, list[ExtractOrder]] = field(default_factory=dict)
+    restart: list[str] = field(default_factory=list)
+    analyses: list[str] = field(default_factory=list)
+    knowledge: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)
+
+
+def _anything_lost(session: Session, queued_before: datetime) -> bool:
+    """Whether any work looks lost, read without the write lock. The scans read every job and
+    analysis row (1.3 ms with 1,000 finished jobs, 9.7 ms with 100,000), and a sweep that held the
+    lock meanwhile stopped any web process whose write met it, since SQLite's busy handler sleeps
+    in C: one held it for 41 ms under bench/chat_latency.py's ten clients."""
+    return any(
+        recoverable(session, queued_before=queued_before)
+        for recoverable in (jobs.recoverable, analyses.recoverable, knowledge_jobs.recoverable,
+                            knowledge_events.recoverable)
+    )
+
+
+def _take_back(session: Session, queued_before: datetime) -> Lost:
+    """Under the write lock: the lost work as found now, renewed, cancelled or failed as it must be."""
+    svc = services()
+    lost = Lost()
+    for job in jobs.recoverable(session, queued_before=queued_before):
+        if job.state == "cancelling":
+            ingestion.cancel(session, job)
+        elif job.state == "running" and job.revision_id is not None:
+            jobs.renew(session, job.id, lease())
+            notebook = session.get(Notebook, job.notebook_id)
+            lost.orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
+        else:
+            lost.restart.append(job.id)
+    attempts, held_for = svc.settings.job_max_attempts, lease()
+    lost.analyses = _recover(analyses.recoverable(session, queued_before=queued_before), analyses.cancelled, analyses.fail,
+                             attempts, held_for)
+    lost.knowledge = _recover(knowledge_jobs.recoverable(session, queued_before=queued_before), knowledge_jobs.cancelled,
+                              knowledge_jobs.fail, attempts, held_for)
+    lost.events = _recover(knowledge_events.recoverable(session, queued_before=queued_before), None, knowledge_events.fail,
+                           attempts, held_for, taken_back=knowledge_events.take_back)
+    return lost
 
 
 def _recover(
