@@ -19,7 +19,7 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, a_heading
+from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, a_heading, names_in
 from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
@@ -41,7 +41,8 @@ CANDIDATES = 100
 def evidence_items(source_id: str, title: str | None, segments: list[Segment]) -> list[EvidenceItem]:
     """Chunks of one source, as the server's tools would return them."""
     return [
-        EvidenceItem(chunk.chunk_id, "rev-1", "res-" + source_id, source_id, chunk.text, chunk.locator, 0.0, title)
+        EvidenceItem(chunk.chunk_id, "rev-1", "res-" + source_id, source_id, chunk.text, chunk.locator, 0.0, title,
+                     title or "")
         for chunk in chunk_segments(segments, source_fingerprint=source_id)
     ]
 
@@ -247,17 +248,43 @@ def test_a_question_about_one_company_is_not_answered_from_anothers_filing() -> 
 
 
 def test_a_name_the_document_goes_by_counts_as_mentioned() -> None:
-    """The sentence says "the Company"; the file is AMCOR_2023_10K.pdf."""
+    """The sentence says "the Company"; the file is AMCOR_2023_10K.pdf (and the other file's names
+    do not say Amcor)."""
     sentence = ("For fiscal year 2023, the Company's effective tax rate was 15.4% as compared to the effective tax "
                 "rates of 26.9% and 21.9% for fiscal years 2022 and 2021, respectively.")
     item = evidence_items("amcor", None, [Segment(sentence, {"page": 93})])[0]
     question = "What was Amcor's effective tax rate for fiscal year 2023?"
 
     named = InMemoryNotebook([dataclasses.replace(item, names="AMCOR_2023_10K.pdf · AMCOR 2023 10K")])
-    unnamed = InMemoryNotebook([item])
+    unnamed = InMemoryNotebook([dataclasses.replace(item, names="Annual report 2023 · annual report")])
 
     assert final(list(ExtractiveEngine().answer(question, named.tools())))["status"] == "answered"
     assert final(list(ExtractiveEngine().answer(question, unnamed.tools())))["status"] == "no_evidence"
+
+
+@pytest.mark.parametrize(("question", "names"), [
+    ("How does Boeing's effective tax rate in FY2022 compare to FY2021?", {"boeing"}),
+    ("At the Pepsico AGM held on May 3, 2023, what was the outcome of the vote?", {"pepsico"}),
+    ("What did Marie Curie discover in 1898?", {"mari", "curi"}),
+    # A sentence's first word is capitalised without being a name.
+    ("Thanks! Now, what was the net revenue in 2022?", set()),
+    ("What was the effective tax rate? Answer briefly.", set()),
+    # German capitalises every noun: only English questions are read.
+    ("Welche Stadt ist die Hauptstadt von Deutschland?", set()),
+])
+def test_the_names_a_question_uses(question: str, names: set[str]) -> None:
+    assert names_in(question) == names
+
+
+def test_a_passage_without_document_names_is_not_held_to_the_question_s_names() -> None:
+    """A knowledge note's passages carry no document names: the rule cannot tell whose they are."""
+    sentence = "The effective tax rate was 21.0% in 2022, up from 14.3% in 2021."
+    note = InMemoryNotebook([dataclasses.replace(item, names="") for item in
+                             evidence_items("note", "Effective tax rate", [Segment(sentence, {"page": 1})])])
+
+    done = final(list(ExtractiveEngine().answer("What was Boeing's effective tax rate in 2022?", note.tools())))
+
+    assert done["status"] == "answered" and "21.0%" in done["citations"][0]["quote"]
 
 
 def knowledge_turn(dmca: InMemoryNotebook, notes: list[list[EvidenceItem]]) -> ToolRegistry:
