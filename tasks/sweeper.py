@@ -48,7 +48,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
     lost = Lost()
     if anything_lost:
         with svc.db.session() as session:
-            lost = _take_back(session, queued_before)
+            lost = _take_back(session, queued_before, svc.settings.job_max_attempts)
     for analysis_id in lost.analyses:
         advance_analysis.delay(analysis_id, resend=True)
     for job_id in lost.knowledge:
@@ -98,9 +98,9 @@ def _anything_lost(session: Session, queued_before: datetime) -> bool:
     )
 
 
-def _take_back(session: Session, queued_before: datetime) -> Lost:
-    """Under the write lock: the lost work as found now, renewed, cancelled or failed as it must be."""
-    svc = services()
+def _take_back(session: Session, queued_before: datetime, attempts: int) -> Lost:
+    """Under the write lock: the lost work as found now, renewed, cancelled or failed as it must be
+    (``attempts``: GNOSI_JOB_MAX_ATTEMPTS)."""
     lost = Lost()
     for job in jobs.recoverable(session, queued_before=queued_before):
         if job.state == "cancelling":
@@ -108,10 +108,10 @@ def _take_back(session: Session, queued_before: datetime) -> Lost:
         elif job.state == "running" and job.revision_id is not None:
             jobs.renew(session, job.id, lease())
             notebook = session.get(Notebook, job.notebook_id)
-            lost.orders[job.id] = ingestion.pending_orders(session, job, notebook, svc.settings.job_max_attempts)
+            lost.orders[job.id] = ingestion.pending_orders(session, job, notebook, attempts)
         else:
             lost.restart.append(job.id)
-    attempts, held_for = svc.settings.job_max_attempts, lease()
+    held_for = lease()
     lost.analyses = _recover(analyses.recoverable(session, queued_before=queued_before), analyses.cancelled, analyses.fail,
                              attempts, held_for)
     lost.knowledge = _recover(knowledge_jobs.recoverable(session, queued_before=queued_before), knowledge_jobs.cancelled,

@@ -251,7 +251,7 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
     names = names_in(question)
     candidates: list[tuple[float, int, int, Quote]] = []
     for rank, (item, terms_of_chunk) in enumerate(zip(evidence, chunk_terms, strict=True)):
-        if item.names and not names <= terms_of_chunk.union(content_terms(item.names)):
+        if names and item.names and not names <= terms_of_chunk.union(content_terms(item.names)):
             continue
         prose = item.locator.get("table") is None
         named = terms_of_chunk.union(content_terms(item.title or ""))
@@ -269,6 +269,12 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
             candidates.append((-quote.score, rank, start, quote))
     candidates.sort(key=lambda candidate: candidate[:3])
     return [quote for _, _, _, quote in candidates]
+
+
+# English function words that German does not share: textnorm.STOP_WORDS holds "was", "in" and
+# "an", which would take "Was ist die Hauptstadt …?" for English and require "Hauptstadt".
+_ENGLISH = frozenset("the of what which who whom whose how does did do is are were has have and to for with".split())
+_SENTENCE = regex.compile(r"[^.!?\n]+")
 
 
 def names_in(question: str) -> set[str]:
@@ -308,9 +314,6 @@ def names_in(question: str) -> set[str]:
     ]
     return set(content_terms(" ".join(written)))
 
-
-_ENGLISH = frozenset("the of what which who whom whose how does did do is are were has have and to for with".split())
-_SENTENCE = regex.compile(r"[^.!?\n]+")
 
 
 # A figure or table caption names what a figure shows, and a table-of-contents line where a

@@ -48,9 +48,9 @@ def sentence_spans(text: str, *, headings: bool = True) -> list[tuple[int, int]]
 
     A heading run into the next sentence ends where that sentence starts (``_ends_a_heading``),
     so a quote does not open with it; ``headings=False`` for a table's text, whose rows
-    ("Company: ISOLA USA Corp. | …") hold capitals that are no heading. A sentence longer than ``MAX_SENTENCE_CHARS`` (a table row
-    or text without punctuation) is cut at spaces into windows of at most that size, so a quote
-    stays readable.
+    ("Company: ISOLA USA Corp. | …") hold capitals that are no heading. A sentence longer than
+    ``MAX_SENTENCE_CHARS`` (a table row or text without punctuation) is cut at spaces into windows
+    of at most that size, so a quote stays readable.
     """
     stops = {match.end() for match in _BOUNDARY.finditer(text) if not _is_false_stop(text, match.start(), match.end())}
     if headings:
