@@ -8,6 +8,7 @@ from sqlalchemy import (
     JSON,
     DateTime,
     ForeignKey,
+    Index,
     Integer,
     String,
     Text,
@@ -26,6 +27,8 @@ class Analysis(Scoped, Base):
     """
 
     __tablename__ = "analyses"
+    # The sweeper's search for lost work (storage.lost_work) reads only unfinished analyses.
+    __table_args__ = (Index("ix_analyses_state", "state", "lease_expires_at"),)
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     notebook_id: Mapped[str] = mapped_column(ForeignKey("notebooks.id", ondelete="CASCADE"), index=True)
     revision_id: Mapped[str] = mapped_column(ForeignKey("revisions.id", ondelete="CASCADE"), index=True)

@@ -159,7 +159,11 @@ class Job(Scoped, Base):
     """The durable truth about a unit of background work; brokers only carry its id."""
 
     __tablename__ = "jobs"
-    __table_args__ = (Index("ix_jobs_notebook_state", "notebook_id", "state"),)
+    # ix_jobs_state: the sweeper's search for lost work (storage.lost_work) reads only unfinished jobs.
+    __table_args__ = (
+        Index("ix_jobs_notebook_state", "notebook_id", "state"),
+        Index("ix_jobs_state", "state", "lease_expires_at"),
+    )
     id: Mapped[str] = mapped_column(String(32), primary_key=True, default=new_id)
     notebook_id: Mapped[str] = mapped_column(ForeignKey("notebooks.id", ondelete="CASCADE"))
     kind: Mapped[str] = mapped_column(String(40))
