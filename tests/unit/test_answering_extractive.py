@@ -19,7 +19,13 @@ from collections import defaultdict
 import numpy as np
 import pytest
 
-from pipeline.answering.extractive import NO_EVIDENCE_TEXT, ExtractiveEngine, a_heading, names_in
+from pipeline.answering.extractive import (
+    NO_EVIDENCE_TEXT,
+    ExtractiveEngine,
+    a_heading,
+    document_acronyms_in,
+    names_in,
+)
 from pipeline.answering.knowledge_tools import knowledge_tools
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
@@ -260,6 +266,43 @@ def test_a_name_the_document_goes_by_counts_as_mentioned() -> None:
 
     assert final(list(ExtractiveEngine().answer(question, named.tools())))["status"] == "answered"
     assert final(list(ExtractiveEngine().answer(question, unnamed.tools())))["status"] == "no_evidence"
+
+
+def test_a_company_that_writes_its_name_in_capitals_is_held_to_the_name_rule() -> None:
+    """AMCOR is an acronym to the eye, but a document goes by it (AMCOR_2023_10K.pdf): Pfizer's
+    10-K was quoted for "What industry does AMCOR primarily operate in?" ("… like other businesses
+    in our industry …")."""
+    evidence = filing_pages("PFIZER_2021_10K.pdf", [34]) + filing_pages("AMCOR_2023_10K.pdf", [14])
+    filed_under = {item.chunk_id: item.resource_id for item in evidence}
+
+    answer = final(list(ExtractiveEngine().answer(
+        "What industry does AMCOR primarily operate in?", InMemoryNotebook(evidence).tools(),
+    )))
+
+    assert not any(filed_under[citation["chunk_id"]] == "PFIZER_2021_10K.pdf" for citation in answer["citations"])
+
+
+def test_only_capitals_a_document_goes_by_count_as_names() -> None:
+    amcor = dataclasses.replace(
+        evidence_items("amcor", None, [Segment("Amcor's annual meeting was held in November.", {"page": 1})])[0],
+        names="AMCOR_2023_10K.pdf · AMCOR 2023 10K",
+    )
+
+    assert document_acronyms_in("What industry does AMCOR primarily operate in?", [amcor]) == {"amcor"}
+    assert document_acronyms_in("When was the AGM held?", [amcor]) == set()
+    assert document_acronyms_in("What industry does AMCOR operate in?", [dataclasses.replace(amcor, names="")]) == set()
+
+
+def test_an_initialism_the_question_uses_is_found_spelled_out() -> None:
+    """Foot Locker's 8-K says "Chief Executive Officer" where the question says "CEO": before,
+    both questions were refused."""
+    filing = InMemoryNotebook(filing_pages("FOOTLOCKER_2022_8K_dated_2022-08-19.pdf", [2]))
+
+    for question in ("Who was appointed CEO?", "Was Dillon a CEO before?"):
+        answer = final(list(ExtractiveEngine().answer(question, filing.tools())))
+
+        assert answer["status"] == "answered", question
+        assert answer["citations"][0]["quote"].startswith("Mary N. Dillon, 61, former Executive Chair and Chief"), question
 
 
 @pytest.mark.parametrize(("question", "names"), [
