@@ -27,15 +27,10 @@ def initialisms_in(question: str) -> dict[str, str]:
     ("IS IT …") is no term, so no initialism."""
     found: dict[str, str] = {}
     for word in words(question):
-        if in_capitals(word) and len(word) <= _LONGEST:
+        if 2 <= len(word) <= _LONGEST and word.isalpha() and word.isupper():
             for term in content_terms(word):
                 found.setdefault(word.lower(), term)
     return found
-
-
-def in_capitals(word: str) -> bool:
-    """A word of two letters or more, all of them capitals ("CEO", "AMCOR"; not "FY2022")."""
-    return len(word) > 1 and word.isalpha() and word.isupper()
 
 
 def spelled_out(text: str, initialisms: dict[str, str]) -> set[str]:

@@ -23,7 +23,7 @@ from pipeline.answering.extractive import (
     NO_EVIDENCE_TEXT,
     ExtractiveEngine,
     a_heading,
-    document_acronyms_in,
+    document_names_in,
     names_in,
 )
 from pipeline.answering.knowledge_tools import knowledge_tools
@@ -282,15 +282,26 @@ def test_a_company_that_writes_its_name_in_capitals_is_held_to_the_name_rule() -
     assert not any(filed_under[citation["chunk_id"]] == "PFIZER_2021_10K.pdf" for citation in answer["citations"])
 
 
-def test_only_capitals_a_document_goes_by_count_as_names() -> None:
+def test_a_question_opening_with_the_company_is_not_answered_from_anothers_filing() -> None:
+    """The first word of a sentence is no name to ``names_in`` ("Now, what …"), but Boeing is the
+    name of a document here: Amcor's sentence was quoted."""
+    filings = InMemoryNotebook(filing_pages("AMCOR_2023_10K.pdf", [93]) + filing_pages("BOEING_2022_10K.pdf", [12]))
+
+    answer = final(list(ExtractiveEngine().answer("Boeing's effective tax rate in FY2022 compared to FY2021?", filings.tools())))
+
+    assert answer["status"] == "no_evidence"
+
+
+def test_only_capitalised_words_a_document_goes_by_count_as_names() -> None:
     amcor = dataclasses.replace(
         evidence_items("amcor", None, [Segment("Amcor's annual meeting was held in November.", {"page": 1})])[0],
         names="AMCOR_2023_10K.pdf · AMCOR 2023 10K",
     )
 
-    assert document_acronyms_in("What industry does AMCOR primarily operate in?", [amcor]) == {"amcor"}
-    assert document_acronyms_in("When was the AGM held?", [amcor]) == set()
-    assert document_acronyms_in("What industry does AMCOR operate in?", [dataclasses.replace(amcor, names="")]) == set()
+    assert document_names_in("What industry does AMCOR primarily operate in?", [amcor]) == {"amcor"}
+    assert document_names_in("Amcor's effective tax rate?", [amcor]) == {"amcor"}
+    assert document_names_in("When was the AGM held? Now, when was the amcor meeting?", [amcor]) == set()
+    assert document_names_in("What industry does AMCOR operate in?", [dataclasses.replace(amcor, names="")]) == set()
 
 
 def test_an_initialism_the_question_uses_is_found_spelled_out() -> None:
