@@ -60,7 +60,7 @@ from pipeline.answering.extractive import ExtractiveEngine, ExtractiveSettings  
 from pipeline.answering.tools import notebook_tools  # noqa: E402
 from pipeline.answering.types import EvidenceItem, ToolRegistry  # noqa: E402
 from pipeline.embedder import Embedder, HashingEmbedder, cosine_similarity, embedder_from_name  # noqa: E402
-from pipeline.fts_query import build_match_query  # noqa: E402
+from pipeline.fts_query import as_match, build_match_query, word_terms  # noqa: E402
 from pipeline.fusion import reciprocal_rank_fusion  # noqa: E402
 from pipeline.textnorm import fold  # noqa: E402
 from quality_support import (  # noqa: E402
@@ -213,7 +213,8 @@ class NotebookIndex:
                 "INSERT INTO fts(rowid, text) VALUES (?, ?)", zip(self.pks.tolist(), self.texts, strict=True)
             )
             self._indexes[tokenizer] = connection
-        match = build_match_query(query)
+        terms = word_terms(query)  # the query's words alone: no years taken out of codes
+        match = as_match(terms) if terms else None
         sql = "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT ?"
         return [row[0] for row in self._indexes[tokenizer].execute(sql, (match, limit))] if match else []
 

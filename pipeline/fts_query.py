@@ -7,8 +7,14 @@ double-quoted FTS5 string (a literal phrase, whatever it contains), and the stri
 ``OR``. ``bm25()`` then ranks chunks matching more (and rarer) words higher, which suits questions in
 natural language better than requiring every word. When the query has several words, the exact
 phrase is added as one more ``OR`` term, so chunks containing the words in order score higher.
+
+A year written inside a code ("FY2022", "2023Q1") is one more term: the tokenizer keeps the code
+whole, and filings write "fiscal 2022" or "December 31, 2022" (``bench/answer_quality.py``,
+FinanceBench recall@5 0.375 → 0.406 with the deployed search).
 """
 from __future__ import annotations
+
+import regex
 
 from pipeline.textnorm import STOP_WORDS, fold, words
 
@@ -16,6 +22,7 @@ MAX_TERMS = 32
 MAX_TERM_CHARS = 64
 # FTS5 operators are case-sensitive keywords; typed in capitals they are query syntax, not content.
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
+_YEAR_IN_CODE = regex.compile(r"(?<=\p{L})(?:19|20)[0-9]{2}(?![0-9])|(?:19|20)[0-9]{2}(?=\p{L})")
 
 
 def build_match_query(user_query: str) -> str | None:
@@ -25,7 +32,16 @@ def build_match_query(user_query: str) -> str | None:
 
 
 def match_terms(user_query: str) -> list[str]:
-    """The terms the MATCH expression ORs, in its order: the words, then the phrase.
+    """The terms the MATCH expression ORs: ``word_terms``, then the years written inside codes."""
+    terms = word_terms(user_query)
+    said = {fold(term) for term in terms}
+    tokens = words(user_query)[:MAX_TERMS]
+    years = [year.group(0) for token in tokens for year in _YEAR_IN_CODE.finditer(token[:MAX_TERM_CHARS])]
+    return terms + [year for year in dict.fromkeys(years) if year not in said]
+
+
+def word_terms(user_query: str) -> list[str]:
+    """The query's own words, then the phrase (plain BM25's query, the benchmarks' baseline).
 
     Stop words are dropped from the single-word terms when other words remain (they match nearly
     every chunk and only slow the query down) but stay in the phrase term.

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.fts_query import MAX_TERMS, build_match_query
+from pipeline.fts_query import MAX_TERMS, build_match_query, match_terms
 
 ROWS = [
     "Trace-based just-in-time compilation for dynamic languages",
@@ -101,6 +101,25 @@ def test_terms_and_their_length_are_capped() -> None:
     terms = expression.split(" OR ")
     assert len(terms) == MAX_TERMS + 1  # the single words plus the phrase
     assert max(len(term) for term in terms[:-1]) <= 66
+
+
+def test_a_year_written_inside_a_code_is_searched_on_its_own() -> None:
+    """Filings write "fiscal 2022" where questions write "FY2022", which the tokenizer keeps whole."""
+    assert match_terms("Boeing's FY2022 tax rate") == ["Boeing", "s", "FY2022", "tax", "rate", "Boeing s FY2022 tax rate", "2022"]
+    assert match_terms("revenue in 2023Q1 and in 2023") == ["revenue", "2023Q1", "2023", "revenue in 2023Q1 and in 2023"]
+    assert match_terms("Q2 of FY24, 10K") == ["Q2", "FY24", "10K", "Q2 of FY24 10K"]
+
+    connection = sqlite3.connect(":memory:")
+    connection.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
+    connection.executemany("INSERT INTO t(text) VALUES (?)", [
+        ("The effective tax rate was 21% in fiscal 2021.",), ("The effective tax rate was 19% in fiscal 2022.",),
+    ])
+    try:
+        expression = build_match_query("effective tax rate FY2022")
+        top = connection.execute("SELECT text FROM t WHERE t MATCH ? ORDER BY bm25(t)", (expression,)).fetchone()
+    finally:
+        connection.close()
+    assert top == ("The effective tax rate was 19% in fiscal 2022.",)
 
 
 def test_squad_questions_find_their_paragraph(corpus_dir: Path) -> None:
