@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.extensions import Services
-from pipeline.catalogue import record_sources, resolve_attachment
+from pipeline.catalogue import AttachmentResolver, record_sources
 from pipeline.fingerprint import observe_attachment
 from pipeline.planning import Observed, PlannedSource, PreviousSource, SourceKey, key_of, plan_sources
 from pipeline.types import PipelineError, SourceRef
@@ -20,6 +20,7 @@ def observe_members(
     table = svc.catalogue.table(notebook.table_id)
     records = {r.resource_id: r for r in svc.catalogue.records(table) if not r.is_template}
     observed = _linked_documents(svc, notebook, member_ids)
+    attachments = AttachmentResolver(svc.settings.vault_path)
     for resource_id in member_ids:
         record = records.get(resource_id)
         if record is None:
@@ -28,7 +29,7 @@ def observe_members(
             seen = Observed(ref)  # URLs are known only after a fetch; a bad path fails in extraction
             if ref.kind == "attachment":
                 try:
-                    path = resolve_attachment(svc.settings.vault_path, ref.value)
+                    path = attachments.resolve(ref.value)
                     seen = observe_attachment(path, ref, previous.get(key_of(ref)))
                 except (PipelineError, OSError):
                     pass

@@ -7,7 +7,7 @@ evidence), ``paths`` (containment of attachment paths), ``selector`` (filter, fa
 re-parsing unchanged files).
 """
 from .cache import Catalogue
-from .paths import is_contained_rel_path, resolve_attachment
+from .paths import AttachmentResolver, is_contained_rel_path, resolve_attachment
 from .records import Record, RecordLoad, SkippedFile, load_records, read_records
 from .selector import MAX_PER_PAGE, Selection, fold, select_resources
 from .sources import EXCLUSIONS, exclusion, record_sources
@@ -15,6 +15,7 @@ from .tables import Table, find_table, list_tables
 from .validation import MAX_RESOURCES_PER_REQUEST, validate_resource_ids
 
 __all__ = [
+    "AttachmentResolver",
     "EXCLUSIONS",
     "MAX_PER_PAGE",
     "MAX_RESOURCES_PER_REQUEST",

@@ -5,6 +5,7 @@ absolute path, a ``..`` escape or a symlink must never let ingestion read a file
 """
 from __future__ import annotations
 
+import os
 import posixpath
 from pathlib import Path, PureWindowsPath
 
@@ -37,15 +38,28 @@ def resolve_attachment(vault: Path, rel_path: str) -> Path:
     that needs more should open the returned path and compare ``os.fstat`` of the handle with a
     fresh ``os.stat`` of the path (same ``st_dev``/``st_ino``) before reading.
     """
-    if not is_contained_rel_path(rel_path):
-        raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
-    vault_real = vault.resolve()
-    try:
-        real = (vault_real / rel_path).resolve()
-    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop
-        raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} cannot be resolved") from exc
-    if not real.is_relative_to(vault_real):
-        raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
-    if not real.is_file():
-        raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} is not a file in the vault")
-    return real
+    return AttachmentResolver(vault).resolve(rel_path)
+
+
+class AttachmentResolver:
+    """``resolve_attachment`` for many attachments of one vault: the vault's real location is
+    looked up once, and paths are resolved as strings. The change check of an opening resolves
+    every member's attachment; through ``pathlib`` each one cost ~130 µs, the vault's own path
+    resolved again each time (bench/change_check.py, 1,000 resources)."""
+
+    def __init__(self, vault: Path) -> None:
+        self._vault_real = os.path.realpath(vault)
+        self._inside = os.path.join(self._vault_real, "")
+
+    def resolve(self, rel_path: str) -> Path:
+        if not is_contained_rel_path(rel_path):
+            raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
+        try:
+            real = os.path.realpath(os.path.join(self._vault_real, rel_path), strict=True)
+        except OSError as exc:  # missing, unreadable, or a symlink loop (ELOOP)
+            raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} cannot be resolved") from exc
+        if real != self._vault_real and not real.startswith(self._inside):
+            raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
+        if not os.path.isfile(real):
+            raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} is not a file in the vault")
+        return Path(real)
