@@ -279,7 +279,6 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
 # English function words that German does not share: textnorm.STOP_WORDS holds "was", "in" and
 # "an", which would take "Was ist die Hauptstadt …?" for English and require "Hauptstadt".
 _ENGLISH = frozenset("the of what which who whom whose how does did do is are were has have and to for with".split())
-_SENTENCE = regex.compile(r"[^.!?\n]+")
 
 
 def names_in(question: str) -> set[str]:
@@ -289,7 +288,8 @@ def names_in(question: str) -> set[str]:
     sentence covers the other words; before this, FinanceBench's Boeing question quoted Amcor's 10-K.
 
     A name is a capitalised word written in mixed case that does not open a sentence of the
-    question ("Thanks! Now, what …"). Acronyms are left out ("the Pepsico AGM" is an "Annual
+    question ("Thanks! Now, what …"; sentences are split as quotes are, so "the U.S. Congress"
+    holds a name). Acronyms are left out ("the Pepsico AGM" is an "Annual
     Meeting" in the filing), and so are codes with digits ("FY2022" is "fiscal 2022"): sources
     spell those differently. Only English questions are read (``_ENGLISH``): German capitalises
     every noun, and inflected languages change a name's ending ("Москве", "Москва"). Evidence
@@ -313,8 +313,8 @@ def names_in(question: str) -> set[str]:
         return set()
     written = [
         word
-        for sentence in _SENTENCE.findall(question)
-        for word in words(sentence)[1:]
+        for start, end in sentence_spans(question, headings=False)
+        for word in words(question[start:end])[1:]
         if word[0].isupper() and word.isalpha() and not word.isupper()
     ]
     return set(content_terms(" ".join(written)))

@@ -323,6 +323,8 @@ def test_an_initialism_the_question_uses_is_found_spelled_out() -> None:
     # A sentence's first word is capitalised without being a name.
     ("Thanks! Now, what was the net revenue in 2022?", set()),
     ("What was the effective tax rate? Answer briefly.", set()),
+    # An abbreviation's period ends no sentence, as in quotes (pipeline.answering.sentences).
+    ("What did the U.S. Congress pass in 1998?", {"congress"}),
     # German capitalises every noun: only English questions are read.
     ("Welche Stadt ist die Hauptstadt von Deutschland?", set()),
 ])
