@@ -22,14 +22,14 @@ from datetime import timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
 
 from sqlalchemy import insert  # noqa: E402
 
-from storage import accounts  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.migrate import upgrade  # noqa: E402
-from storage.models import Analysis, Job, Notebook, Revision, utcnow  # noqa: E402
+from storage.models import Analysis, Job, Revision, utcnow  # noqa: E402
+from support.notebook_rows import private_notebook  # noqa: E402
 from tasks.sweeper import anything_lost  # noqa: E402
 
 VAULT = "v" * 32
@@ -43,11 +43,7 @@ def build(path: Path, finished: int) -> None:
     db = Database(path)
     later, long_ago = utcnow() + timedelta(minutes=5), utcnow() - timedelta(days=30)
     with db.session() as session:
-        user, _ = accounts.add_user(session, VAULT, "alice", "lab", "editor")
-        notebook = Notebook(vault_hash=VAULT, workspace_id="w", title="n", visibility="private",
-                            conversation_mode="private", creator_id=user.id, table_id="t")
-        session.add(notebook)
-        session.flush()
+        notebook = private_notebook(session, VAULT)
         revision = Revision(vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, number=1, state="active")
         session.add(revision)
         session.flush()

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from storage import accounts, jobs
+from storage import jobs
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Job, Notebook
+from support.notebook_rows import private_notebook
 
 VAULT = "v" * 32
 
@@ -22,11 +23,7 @@ def db(tmp_path: Path) -> Database:
 
 def _notebook_with_job(db: Database, state: str, params: dict) -> str:
     with db.session() as session:
-        user, _ = accounts.add_user(session, VAULT, "alice", "lab", "editor")
-        notebook = Notebook(vault_hash=VAULT, workspace_id="w", title="n", visibility="private",
-                            conversation_mode="private", creator_id=user.id, table_id="t")
-        session.add(notebook)
-        session.flush()
+        notebook = private_notebook(session, VAULT)
         session.add(Job(id="job", vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, kind=jobs.INGEST,
                         state=state, params=params))
         return notebook.id

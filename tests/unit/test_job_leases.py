@@ -5,10 +5,11 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-from storage import accounts, jobs
+from storage import jobs
 from storage.db import Database
 from storage.migrate import upgrade
-from storage.models import Job, Notebook, utcnow
+from storage.models import Job, utcnow
+from support.notebook_rows import private_notebook
 
 VAULT = "v" * 32
 DEAD = "gnosi-embedded@"
@@ -26,11 +27,7 @@ def test_only_live_leases_of_the_dead_owner_end(tmp_path: Path) -> None:
         "alive-elsewhere": ("running", "gnosi-123@host/123", later),
     }
     with db.session() as session:
-        user, _ = accounts.add_user(session, VAULT, "alice", "lab", "editor")
-        notebook = Notebook(vault_hash=VAULT, workspace_id="w", title="n", visibility="private",
-                            conversation_mode="private", creator_id=user.id, table_id="t")
-        session.add(notebook)
-        session.flush()
+        notebook = private_notebook(session, VAULT)
         for job_id, (state, owner, expires) in rows.items():
             session.add(Job(id=job_id, vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, kind=jobs.INGEST,
                             state=state, params={}, lease_owner=owner, lease_expires_at=expires,
