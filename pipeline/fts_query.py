@@ -22,7 +22,8 @@ MAX_TERMS = 32
 MAX_TERM_CHARS = 64
 # FTS5 operators are case-sensitive keywords; typed in capitals they are query syntax, not content.
 _OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
-_YEAR_IN_CODE = regex.compile(r"(?<=\p{L})(?:19|20)[0-9]{2}(?![0-9])|(?:19|20)[0-9]{2}(?=\p{L})")
+_YEAR_IN_CODE = regex.compile(r"(?<=\p{L})(?:19|20)[0-9]{2}(?![0-9])|(?<![0-9])(?:19|20)[0-9]{2}(?=\p{L})")
+MAX_YEARS = 8
 
 
 def build_match_query(user_query: str) -> str | None:
@@ -37,7 +38,7 @@ def match_terms(user_query: str) -> list[str]:
     said = {fold(term) for term in terms}
     tokens = words(user_query)[:MAX_TERMS]
     years = [year.group(0) for token in tokens for year in _YEAR_IN_CODE.finditer(token[:MAX_TERM_CHARS])]
-    return terms + [year for year in dict.fromkeys(years) if year not in said]
+    return terms + [year for year in dict.fromkeys(years) if year not in said][:MAX_YEARS]
 
 
 def word_terms(user_query: str) -> list[str]:

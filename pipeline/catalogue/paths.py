@@ -55,8 +55,11 @@ class AttachmentResolver:
         if not is_contained_rel_path(rel_path):
             raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")
         try:
-            real = os.path.realpath(os.path.join(self._vault_real, rel_path), strict=True)
-        except OSError as exc:  # missing, unreadable, or a symlink loop (ELOOP)
+            # Not strict: a link out of the vault to a missing file says "outside", as one to an
+            # existing file does ("missing" would tell whoever plants links which outside paths
+            # exist), and a loop or a missing file fails the file test below.
+            real = os.path.realpath(os.path.join(self._vault_real, rel_path))
+        except ValueError as exc:  # a name the file system cannot encode (a lone surrogate)
             raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} cannot be resolved") from exc
         if real != self._vault_real and not real.startswith(self._inside):
             raise PipelineError("PATH_OUTSIDE_VAULT", f"attachment path {rel_path[:200]!r} leaves the vault")

@@ -272,17 +272,20 @@ def test_resolve_attachment_refuses_symlinks_leaving_the_vault(tmp_path: Path) -
     (vault / "papers" / "leak.pdf").symlink_to(tmp_path / "secret.pdf")
     (vault / "linkdir").symlink_to(tmp_path, target_is_directory=True)
     (vault / "papers" / "alias.pdf").symlink_to(vault / "papers" / "inside.pdf")
-    for value in ("papers/leak.pdf", "linkdir/secret.pdf"):
+    # A link to a missing outside file says "outside" too: "missing" would tell whoever plants
+    # links which outside paths exist.
+    (vault / "papers" / "probe.pdf").symlink_to(tmp_path / "no-such-file.pdf")
+    for value in ("papers/leak.pdf", "linkdir/secret.pdf", "papers/probe.pdf", "linkdir/no-such-file.pdf"):
         with pytest.raises(PipelineError) as error:
             resolve_attachment(vault, value)
-        assert error.value.code == "PATH_OUTSIDE_VAULT"
+        assert error.value.code == "PATH_OUTSIDE_VAULT", value
     assert resolve_attachment(vault, "papers/alias.pdf") == (vault / "papers" / "inside.pdf").resolve()
 
 
 def test_resolve_attachment_missing_directory_and_loop(tmp_path: Path) -> None:
     (tmp_path / "papers").mkdir()
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
-    for value in ("papers/absent.pdf", "papers", "loop"):
+    for value in ("papers/absent.pdf", "papers", "loop", "\ud800.pdf"):  # a name no file system encodes
         with pytest.raises(PipelineError) as error:
             resolve_attachment(tmp_path, value)
         assert error.value.code == "ATTACHMENT_MISSING", value

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipeline.fts_query import MAX_TERMS, build_match_query, match_terms
+from pipeline.fts_query import MAX_TERMS, MAX_YEARS, build_match_query, match_terms
 
 ROWS = [
     "Trace-based just-in-time compilation for dynamic languages",
@@ -107,7 +107,9 @@ def test_a_year_written_inside_a_code_is_searched_on_its_own() -> None:
     """Filings write "fiscal 2022" where questions write "FY2022", which the tokenizer keeps whole."""
     assert match_terms("Boeing's FY2022 tax rate") == ["Boeing", "s", "FY2022", "tax", "rate", "Boeing s FY2022 tax rate", "2022"]
     assert match_terms("revenue in 2023Q1 and in 2023") == ["revenue", "2023Q1", "2023", "revenue in 2023Q1 and in 2023"]
-    assert match_terms("Q2 of FY24, 10K") == ["Q2", "FY24", "10K", "Q2 of FY24 10K"]
+    assert match_terms("Q2 of FY24, 10K, 12023Q1, RTX2080") == ["Q2", "FY24", "10K", "12023Q1", "RTX2080",
+                                                              "Q2 of FY24 10K 12023Q1 RTX2080", "2080"]
+    assert len(match_terms(" ".join(f"FY{year}" for year in range(1950, 2020)))) == MAX_TERMS + 1 + MAX_YEARS
 
     connection = sqlite3.connect(":memory:")
     connection.execute("CREATE VIRTUAL TABLE t USING fts5(text, tokenize='porter unicode61 remove_diacritics 2')")
