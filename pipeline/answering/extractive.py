@@ -282,8 +282,6 @@ def ranked_sentences(question: str, evidence: list[EvidenceItem], settings: Extr
 # English function words that German does not share: textnorm.STOP_WORDS holds "was", "in" and
 # "an", which would take "Was ist die Hauptstadt …?" for English and require "Hauptstadt".
 _ENGLISH = frozenset("the of what which who whom whose how does did do is are were has have and to for with".split())
-
-
 # A sentence's first word followed by 's: "Boeing's effective tax rate …?", "… Thanks. Amcor's …?".
 _POSSESSIVE_OPENING = regex.compile(r"(?:^|[.!?]\s+)[\W_]*(\p{Lu}\p{L}+)['\u2019]s\b")
 
@@ -296,9 +294,9 @@ def names_in(question: str) -> set[str]:
 
     A name is a capitalised word written in mixed case that does not open a sentence of the
     question ("Thanks! Now, what …"; sentences are split as quotes are, so "the U.S. Congress"
-    holds a name). Acronyms are left out ("the Pepsico AGM" is an "Annual
-    Meeting" in the filing), and so are codes with digits ("FY2022" is "fiscal 2022"): sources
-    spell those differently. Only English questions are read (``_ENGLISH``): German capitalises
+    holds a name). Acronyms are left out ("the Pepsico AGM" is an "Annual Meeting" in the
+    filing), and so are codes with digits ("FY2022" is "fiscal 2022"): sources spell those
+    differently (``document_names_in`` takes back those a document goes by). Only English questions are read (``_ENGLISH``): German capitalises
     every noun, and inflected languages change a name's ending ("Москве", "Москва"). Evidence
     without document names (a knowledge note's passages) is not checked. Every word of a name
     counts: "Marie Curie" is not found in "Curie discovered polonium", but taking any one word of a
