@@ -2,8 +2,9 @@
 
 Usage: .venv/bin/python bench/sweep_scan.py [--finished 1000,100000] [--repeats 40]
 
-Every minute the sweeper asks, without the write lock, whether any job, analysis or knowledge job
-or event is queued since a while or running on an expired lease (``tasks.sweeper.anything_lost``).
+Every sweep (``GNOSI_SWEEP_INTERVAL_SECONDS``, 30 by default) asks, without the write lock,
+whether any job, analysis or knowledge job or event is queued since a while or running on an
+expired lease (``tasks.sweeper.anything_lost``).
 Each size is one database, migrated to head, holding that many finished jobs and as many finished
 analyses, plus a few running on live leases (nothing is lost: the common case). Its copy has the
 same rows without the two state indexes of migration 0018. The two are timed in turns, in one run,
@@ -44,10 +45,10 @@ def build(path: Path, finished: int) -> None:
     later, long_ago = utcnow() + timedelta(minutes=5), utcnow() - timedelta(days=30)
     with db.session() as session:
         notebook = private_notebook(session, VAULT)
-        revision = Revision(vault_hash=VAULT, workspace_id="w", notebook_id=notebook.id, number=1, state="active")
+        scope = {"vault_hash": VAULT, "workspace_id": notebook.workspace_id, "notebook_id": notebook.id}
+        revision = Revision(**scope, number=1, state="active")
         session.add(revision)
         session.flush()
-        scope = {"vault_hash": VAULT, "workspace_id": "w", "notebook_id": notebook.id}
         states = ["succeeded"] * finished + ["running"] * RUNNING
         session.execute(insert(Job), [
             {**scope, "kind": "ingest", "state": state, "params": {}, "created_at": long_ago,

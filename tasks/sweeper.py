@@ -71,7 +71,7 @@ def sweep_jobs(lost_before: str | None = None) -> int:
             write_vectors.delay(revision_id)
     except OSError:  # a broken disk must not stop the recovery above from running again
         log.exception("could not clean the evidence spool, the extraction cache or the vector files")
-    return len(lost.orders) + len(lost.restart) + len(lost.analyses) + len(lost.knowledge) + len(lost.events)
+    return lost.count
 
 
 @dataclass
@@ -84,6 +84,10 @@ class Lost:
     analyses: list[str] = field(default_factory=list)
     knowledge: list[str] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return len(self.orders) + len(self.restart) + len(self.analyses) + len(self.knowledge) + len(self.events)
 
 
 def anything_lost(session: Session, queued_before: datetime) -> bool:
