@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import sys
 import time
 from datetime import UTC, datetime
@@ -247,6 +248,30 @@ def worker(queues: str, concurrency: int, beat: bool, celery_args: tuple[str, ..
         _take_beat_lock(Settings.from_env(), f"gnosi worker --beat (pid {os.getpid()})").keep_across_exec()
     command = worker_command(queues, concurrency, loglevel="INFO", beat=beat) + list(celery_args)
     os.execv(sys.executable, command)
+
+
+@main.command("worker-ping")
+@click.argument("role")
+@click.option("--timeout", default=5.0, show_default=True, help="Seconds to wait for an answer.")
+def worker_ping(role: str, timeout: float) -> None:
+    """Exit 0 when a worker of ROLE on this host answers through the broker (a healthcheck).
+
+    ROLE is the first part of the worker's node name: coordinator, analysis or extract for the
+    commands compose.yaml runs."""
+    from celery import Celery
+
+    from tasks.celery_app import celery_config
+    from tasks.liveness import answering_nodes
+
+    settings = Settings.from_env()
+    if settings.embedded:
+        raise click.ClickException("The embedded broker carries no broadcasts: ask web's /readyz instead.")
+    celery_app = Celery(set_as_current=False)
+    celery_app.config_from_object(celery_config(settings))
+    nodes = answering_nodes(celery_app, role, socket.gethostname(), timeout)
+    if not nodes:
+        raise click.ClickException(f"No {role} worker on this host answered within {timeout:g} s.")
+    click.echo(f"{nodes[0]} answered")
 
 
 @main.command()

@@ -1,9 +1,11 @@
 """compose.yaml's topology, run as local processes with the file's own commands (Docker is not
 available here): Redis, web (`gnosi serve`), the coordinator with beat, two extract workers that
-see neither the database nor the vault, and the analysis worker. web reports ready, a notebook is
-ingested and searched, and an analysis of it runs on the analysis worker."""
+see neither the database nor the vault, and the analysis worker. Each worker's healthcheck
+answers, web reports ready, a notebook is ingested and searched, and an analysis of it runs on the
+analysis worker."""
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -52,9 +54,14 @@ def test_the_compose_topology_runs_as_local_processes(tmp_path: Path) -> None:
     with deployment(tmp_path, vault.root, vault.table_id, GNOSI_SWEEP_INTERVAL_SECONDS="1") as d:
         d.start_web()
         d.start_celery("coordinator", _local(services["coordinator"]["command"]))
+        unanswered = _healthcheck(d, services["analysis"], "--timeout", "1")
+        assert unanswered.returncode == 1 and "No analysis worker" in unanswered.stderr, unanswered
         d.start_celery("analysis", _local(services["analysis"]["command"]))
         for n in range(services["extract"]["deploy"]["replicas"]):
             _start_extract_worker(d, f"extract-{n}", services["extract"]["command"])
+        for name in ("coordinator", "analysis", "extract"):
+            checked = _healthcheck(d, services[name])
+            assert checked.returncode == 0 and checked.stdout.startswith(f"{name}-"), (name, checked)
         assert _ready(d).status_code == 200, "web never reported ready, as compose's healthcheck requires"
         notebook_id = d.api.create(ids)
         detail = d.api.wait_for_job(notebook_id)
@@ -70,6 +77,13 @@ def test_the_compose_topology_runs_as_local_processes(tmp_path: Path) -> None:
         assert analysed["state"] == "succeeded" and analysed["result"]["points"], analysed
         assert "Task analysis.step[" in (tmp_path / "worker-analysis.log").read_text()
         assert "Task analysis.step[" not in (tmp_path / "worker-coordinator.log").read_text()
+
+
+def _healthcheck(d: Deployment, service: dict[str, Any], *extra: str) -> subprocess.CompletedProcess[str]:
+    """The service's compose healthcheck command, run here as Docker runs it in the container."""
+    kind, *command = service["healthcheck"]["test"]
+    assert kind == "CMD", service["healthcheck"]
+    return subprocess.run([*_local(command), *extra], env=d.env, cwd=REPO, capture_output=True, text=True, timeout=60)
 
 
 def _ready(d: Deployment, timeout: float = 60) -> Response:

@@ -43,6 +43,7 @@ def test_flower_needs_a_password_and_shows_role_named_workers_and_tasks(tmp_path
             wait_for_port(port, timeout=60, process=flower)
             base = f"http://127.0.0.1:{port}"
             assert httpx.get(f"{base}/api/workers").status_code == 401
+            assert httpx.get(f"{base}/healthcheck").text == "OK", "compose's healthcheck asks without the password"
             notebook_id = d.api.create(["dmca"])
             assert d.api.wait_for_job(notebook_id)["job"]["state"] == "succeeded"
 

@@ -8,6 +8,8 @@ from typing import Any
 
 import yaml
 
+from app.serve import role_of
+
 REPO = Path(__file__).resolve().parents[2]
 CHECK_JSONSCHEMA = Path(sys.executable).parent / "check-jsonschema"
 
@@ -46,3 +48,16 @@ def test_one_beat_and_web_is_healthy_only_when_ready() -> None:
     assert services["extract"]["depends_on"]["web"] == {"condition": "service_healthy"}
     assert services["extract"]["command"][-4:] == ["-Q", "extract,chunk", "-c", "1"]
     assert "FLOWER_BASIC_AUTH" in services["flower"]["environment"]
+
+
+def test_every_service_has_a_healthcheck_and_each_worker_pings_its_own_role() -> None:
+    """A worker's node is named `<role>-<pid>@<host>` after the queues it serves (app.serve.role_of):
+    the healthcheck must ask for that role, or a healthy worker reads as unhealthy."""
+    services = _services()
+    assert all("healthcheck" in service for service in services.values()), services
+    workers = {name: service for name, service in services.items() if service.get("command", [])[1:2] == ["worker"]}
+    assert set(workers) == {"coordinator", "analysis", "extract"}
+    for service in workers.values():
+        queues = service["command"][service["command"].index("-Q") + 1]
+        assert service["healthcheck"]["test"] == ["CMD", "gnosi", "worker-ping", role_of(queues)]
+    assert "127.0.0.1:5555/healthcheck" in " ".join(services["flower"]["healthcheck"]["test"])
