@@ -1,6 +1,6 @@
 """Sharing source versions and searching a revision's own files leave search results as they were,
-on the corpus's own benchmark sets: SQuAD's 48 articles (2,067 paragraphs) with every 20th of their questions, and
-1,000 SciFact abstracts with the 300 test claims.
+on the corpus's own benchmark sets: SQuAD's 48 articles (2,067 paragraphs) with every 20th of
+their questions, and 1,000 SciFact abstracts with the 300 test claims.
 
 One revision is searched three ways, and every question's top 10 must be the same chunks in the
 same order:
