@@ -6,7 +6,7 @@ coordinator right after activation, or by the first search that finds no file), 
 them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart
 or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
 Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
-revisions. The files are derived data: backups leave them out, and the sweeper has the
+revisions, and of revisions another one replaced as active (``REPLACED_GRACE``). The files are derived data: backups leave them out, and the sweeper has the
 coordinator write those of active revisions again (``wanting``). A revision of
 ``index_min_chunks`` or more also gets its approximate index there (storage.vector_index), and every
 revision its own full-text index (storage.lexical_index), both built by the coordinator only.
@@ -20,16 +20,17 @@ import shutil
 import time
 import uuid
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import numpy as np
 from sqlalchemy import select
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 from storage.usearch_index import Index
 
 from pipeline.embedder import Embedder
 from storage import lexical_index, vector_index
-from storage.models import Notebook, Revision
+from storage.models import Notebook, Revision, utcnow
 from storage.vector_cache import VectorMatrix, load_matrix
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,12 @@ _TEMPORARY = ".tmp-"
 # A folder being written is left alone this long by the sweeper (a 1M-chunk matrix takes ~20 s).
 _WRITING_GRACE_SECONDS = 3600
 _ARRAYS = ("pks", "codes", "vectors")
+# Every search and chat turn reads its notebook's active revision (a turn pins it as it starts), and
+# a citation reads its chunk from the database, so a revision that another replaced as active is
+# searched only by what began before: its files are kept this long for those, then deleted. At 1M
+# chunks a revision's files weigh ~2 GB (vectors, full-text index, approximate index), and kept
+# revisions (the last completed ones, those a conversation cited) would each hold a copy.
+REPLACED_GRACE = timedelta(minutes=10)
 
 
 class VectorFiles:
@@ -156,8 +163,10 @@ class VectorFiles:
             entry for entry in folder.iterdir() if entry.name.startswith(_TEMPORARY) and entry.stat().st_mtime >= stale_before
         ]
 
-    def delete_unreferenced(self, session: Session) -> int:
-        """Delete the files of revisions that no longer exist, and abandoned partial writes."""
+    def delete_unreferenced(self, session: Session, now: datetime | None = None) -> int:
+        """Delete the files no search will read again: those of revisions that no longer exist or
+        that another revision replaced as their notebook's active one over ``REPLACED_GRACE``
+        ago, and abandoned partial writes."""
         if not self.root.is_dir():
             return 0
         entries = [entry for entry in self.root.iterdir() if entry.is_dir()]
@@ -165,11 +174,28 @@ class VectorFiles:
         doomed = [entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry not in fresh]
         revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries if not entry.name.startswith(_TEMPORARY)}
         ids = set(revision_of.values())
-        kept = set(session.scalars(select(Revision.id).where(Revision.id.in_(ids)))) if ids else set()
+        kept = _searchable(session, ids, (now or utcnow()) - REPLACED_GRACE) if ids else set()
         doomed += [entry for entry, revision_id in revision_of.items() if revision_id not in kept]
         for entry in doomed:
             shutil.rmtree(entry, ignore_errors=True)
         return len(doomed)
+
+
+def _searchable(session: Session, ids: set[str], replaced_before: datetime) -> set[str]:
+    """Of ``ids``, the revisions a search may still read: active ones, those of a notebook with
+    none, and those replaced as active at or after ``replaced_before`` (when their successor was
+    activated)."""
+    successor = aliased(Revision)
+    rows = session.execute(
+        select(Revision.id, Notebook.active_revision_id, successor.completed_at)
+        .join(Notebook, Notebook.id == Revision.notebook_id)
+        .outerjoin(successor, successor.id == Notebook.active_revision_id)
+        .where(Revision.id.in_(ids))
+    )
+    return {
+        revision_id for revision_id, active_id, replaced_at in rows
+        if active_id in (None, revision_id) or replaced_at is None or replaced_at >= replaced_before
+    }
 
 
 def _read(folder: Path) -> VectorMatrix:

@@ -9,7 +9,7 @@ from pipeline.extractors.limits import ExtractLimits
 from pipeline.extractors.pdf import PdfExtractor
 from storage import accounts, notebooks, revisions
 from storage.db import Database
-from storage.models import Job
+from storage.models import Job, Notebook
 from support.services import CORPUS
 
 VAULT = "v"
@@ -45,3 +45,18 @@ def stored_notebook(
             revisions.store_chunks(session, source, rows, embedder=EMBEDDER.name)
         revisions.activate(session, notebook, revision)
         return notebook.id
+
+
+def refresh_changing_nothing(db: Database, notebook_id: str) -> str:
+    """A new active revision whose every source is carried from the active one (it serves the same
+    source versions); its id."""
+    with db.session() as session:
+        notebook = session.get(Notebook, notebook_id)
+        job = Job(vault_hash=VAULT, workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest", params={})
+        session.add(job)
+        session.flush()
+        draft = revisions.create_draft(session, notebook, job.id)
+        for old in revisions.sources(session, notebook.active_revision_id):
+            revisions.carry_source(session, old, draft, state="available", resource_title=old.resource_title)
+        revisions.activate(session, notebook, draft)
+        return draft.id

@@ -22,11 +22,11 @@ import pytest
 from storage import notebooks, revisions
 from storage.db import Database
 from storage.migrate import upgrade
-from storage.models import Job, Notebook
+from storage.models import Notebook
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache
 from storage.vector_files import VectorFiles
-from support.stored_notebooks import EMBEDDER, stored_notebook
+from support.stored_notebooks import EMBEDDER, refresh_changing_nothing, stored_notebook
 
 TOP = 10
 SOURCES = 48  # SciFact's abstracts are spread over as many sources as SQuAD has articles
@@ -63,20 +63,6 @@ def _rows(texts: list[str], name: str) -> list[revisions.ChunkRow]:
     ]
 
 
-def _refresh_changing_nothing(db: Database, notebook_id: str) -> str:
-    """A new active revision whose every source is carried from the active one; its id."""
-    with db.session() as session:
-        notebook = session.get(Notebook, notebook_id)
-        job = Job(vault_hash="v", workspace_id=notebook.workspace_id, notebook_id=notebook.id, kind="ingest", params={})
-        session.add(job)
-        session.flush()
-        draft = revisions.create_draft(session, notebook, job.id)
-        for old in revisions.sources(session, notebook.active_revision_id):
-            revisions.carry_source(session, old, draft, state="available", resource_title=old.resource_title)
-        revisions.activate(session, notebook, draft)
-        return draft.id
-
-
 def _top(db: Database, retriever: Retriever, notebook_id: str, revision_id: str, questions: list[str]) -> list[list[int]]:
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
@@ -99,7 +85,7 @@ def test_every_question_finds_the_same_top_10_before_and_after_the_index_changes
     from_files = Retriever(EMBEDDER, VectorCache(UNBOUNDED, loader=files.load), lexical_files=files.lexical_file)
 
     before = _top(db, Retriever(EMBEDDER, VectorCache(UNBOUNDED)), notebook_id, first, questions)
-    shared = _refresh_changing_nothing(db, notebook_id)
+    shared = refresh_changing_nothing(db, notebook_id)
     with db.reader() as session:
         for revision_id in (first, shared):
             files.ensure(session, revision_id, EMBEDDER)

@@ -1,7 +1,9 @@
 """Revisions' vectors kept as memory-mapped files (storage.vector_files): built from the rows once,
-then mapped by any process without reading a row; deleted with their revision."""
+then mapped by any process without reading a row; deleted with their revision, or some minutes
+after another revision replaced it as active."""
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
@@ -9,11 +11,11 @@ import pytest
 
 from storage import notebooks
 from storage.db import Database
-from storage.models import Notebook
+from storage.models import Notebook, Revision
 from storage.vector_cache import load_matrix
-from storage.vector_files import VectorFiles
+from storage.vector_files import REPLACED_GRACE, VectorFiles
 from support.statements import recorded_statements
-from support.stored_notebooks import EMBEDDER, stored_notebook
+from support.stored_notebooks import EMBEDDER, refresh_changing_nothing, stored_notebook
 
 
 def _revision(db: Database, notebook_id: str) -> str:
@@ -65,6 +67,26 @@ def test_the_files_of_a_deleted_revision_go_and_the_others_stay(db: Database, tm
     with db.reader() as session:
         assert files.delete_unreferenced(session) == 1
     assert files.folder(kept_id, EMBEDDER).is_dir() and not files.folder(gone_id, EMBEDDER).exists()
+
+
+def test_a_replaced_revisions_files_stay_for_the_grace_then_go_and_a_late_search_still_answers(
+    db: Database, tmp_path: Path
+) -> None:
+    notebook_id = stored_notebook(db, "e", ("dmca.pdf",))
+    replaced = _revision(db, notebook_id)
+    files = VectorFiles(tmp_path / "vectors")
+    with db.reader() as session:
+        files.ensure(session, replaced, EMBEDDER)
+    active = refresh_changing_nothing(db, notebook_id)
+    with db.reader() as session:
+        files.ensure(session, active, EMBEDDER)
+        activated = session.get(Revision, active).completed_at
+        assert files.delete_unreferenced(session, activated + REPLACED_GRACE) == 0
+        assert files.lexical_file(replaced, EMBEDDER) is not None
+        assert files.delete_unreferenced(session, activated + REPLACED_GRACE + timedelta(seconds=1)) == 1
+        assert not files.folder(replaced, EMBEDDER).exists() and files.lexical_file(active, EMBEDDER) is not None
+        late = files.load(session, replaced, EMBEDDER)
+        assert np.array_equal(late.vectors, load_matrix(session, replaced, EMBEDDER).vectors)
 
 
 def test_a_folder_name_cannot_leave_the_root(tmp_path: Path) -> None:
