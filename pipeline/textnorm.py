@@ -30,6 +30,11 @@ def words(text: str) -> list[str]:
     return _WORD.findall(text)
 
 
+def word_spans(text: str) -> list[tuple[int, int]]:
+    """Where each of ``words(text)`` is in ``text``: its start and end."""
+    return [match.span() for match in _WORD.finditer(text)]
+
+
 def fold(text: str) -> str:
     """Fold ``text`` for matching: NFKC, case-folded, Latin/Greek/Cyrillic accents removed.
 

@@ -24,6 +24,7 @@ from pipeline.answering.extractive import (
     ExtractiveEngine,
     a_heading,
     document_names_in,
+    name_runs,
     names_in,
 )
 from pipeline.answering.knowledge_tools import knowledge_tools
@@ -333,6 +334,49 @@ def test_an_initialism_the_question_uses_is_found_spelled_out() -> None:
 ])
 def test_the_names_a_question_uses(question: str, names: set[str]) -> None:
     assert names_in(question) == names
+
+
+@pytest.mark.parametrize(("question", "runs"), [
+    ("What did Marie Curie discover in 1898?", [("mari", "curi")]),
+    ("Which Carolina Panthers player was named Most Valuable Player?", [("carolina", "panther"), ("most", "valuabl", "player")]),
+    # Words in capitals and a sentence's first word are no names (``names_in``), so they join no run.
+    ("Marie Curie discovered what in 1898?", []),
+    ("What did the U.S. Congress pass in 1998?", []),
+])
+def test_the_names_a_question_writes_as_several_words(question: str, runs: list[tuple[str, ...]]) -> None:
+    assert name_runs(question) == runs
+
+
+@pytest.fixture(scope="module")
+def super_bowl() -> InMemoryNotebook:
+    """SQuAD's Super Bowl 50 article, a paragraph a chunk: it writes "Cam Newton" in full, then
+    mostly "Newton"."""
+    paragraphs, _ = load_squad()
+    return InMemoryNotebook([
+        item for paragraph in paragraphs["Super Bowl 50"]
+        for item in evidence_items(paragraph["_id"], "Super Bowl 50", [Segment(paragraph["text"], {"offset": 0})])
+    ])
+
+
+@pytest.mark.parametrize(("question", "answer"), [
+    ("Who sacked Cam Newton at the end of the half?", "DeMarcus Ware"),
+    ("Which Carolina Panthers player was named Most Valuable Player?", "Cam Newton"),
+])
+def test_a_name_written_in_full_elsewhere_is_mentioned_by_its_last_word(
+    super_bowl: InMemoryNotebook, question: str, answer: str
+) -> None:
+    """Before, every word of a name had to be in the chunk: both were refused, though the article
+    answers them in sentences that say "Newton" and "The Panthers"."""
+    done = final(list(ExtractiveEngine().answer(question, super_bowl.tools())))
+
+    assert done["status"] == "answered" and answer in done["citations"][0]["quote"], done
+
+
+def test_a_name_the_evidence_never_writes_in_full_still_needs_every_word(super_bowl: InMemoryNotebook) -> None:
+    """"Newton" alone does not say that the article speaks of a "Jim Newton"."""
+    done = final(list(ExtractiveEngine().answer("Who sacked Jim Newton at the end of the half?", super_bowl.tools())))
+
+    assert done["status"] == "no_evidence", done
 
 
 def test_a_passage_without_document_names_is_not_held_to_the_question_s_names() -> None:
