@@ -6,10 +6,11 @@ coordinator right after activation, or by the first search that finds no file), 
 them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart
 or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
 Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
-revisions, and of revisions another one replaced as active (``REPLACED_GRACE``). The files are derived data: backups leave them out, and the sweeper has the
-coordinator write those of active revisions again (``wanting``). A revision of
-``index_min_chunks`` or more also gets its approximate index there (storage.vector_index), and every
-revision its own full-text index (storage.lexical_index), both built by the coordinator only.
+revisions, and of revisions another one replaced as active (``REPLACED_GRACE``). The files are
+derived data: backups leave them out, and the sweeper has the coordinator write those of active
+revisions again (``wanting``). A revision of ``index_min_chunks`` or more also gets its
+approximate index there (storage.vector_index), and every revision its own full-text index
+(storage.lexical_index), both built by the coordinator only.
 """
 from __future__ import annotations
 
