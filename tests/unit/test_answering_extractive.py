@@ -23,11 +23,9 @@ from pipeline.answering.extractive import (
     NO_EVIDENCE_TEXT,
     ExtractiveEngine,
     a_heading,
-    document_names_in,
-    name_runs,
-    names_in,
 )
 from pipeline.answering.knowledge_tools import knowledge_tools
+from pipeline.answering.names import document_names_in, name_runs, names_in
 from pipeline.answering.tools import SEARCH_KNOWLEDGE, SEARCH_NOTEBOOK, notebook_tools
 from pipeline.answering.types import AnswerEvent, EvidenceItem, ToolRegistry
 from pipeline.chunk_context import chunk_context
