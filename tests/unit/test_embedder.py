@@ -14,6 +14,7 @@ import pytest
 
 from pipeline.embedder import HashingEmbedder, embedder_from_name, from_bytes, to_bytes
 from pipeline.types import PipelineError
+from support.jsonl import read_jsonl
 
 REPO = Path(__file__).resolve().parents[2]
 TEXTS = [
@@ -22,10 +23,6 @@ TEXTS = [
     "化学方程式是用化学式来描述化学反应的式子。",
     "",
 ]
-
-
-def read_jsonl(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -12,8 +12,6 @@ same order:
 """
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +24,7 @@ from storage.models import Notebook
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache
 from storage.vector_files import VectorFiles
+from support.jsonl import read_jsonl
 from support.stored_notebooks import EMBEDDER, refresh_changing_nothing, stored_notebook
 
 TOP = 10
@@ -33,26 +32,21 @@ SOURCES = 48  # SciFact's abstracts are spread over as many sources as SQuAD has
 UNBOUNDED = 1 << 62
 
 
-def _jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    with path.open(encoding="utf-8") as lines:
-        yield from (json.loads(line) for line in lines)
-
-
 def _squad(corpus_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     squad = corpus_dir / "qa" / "squad_v1.1_dev"
     articles: dict[str, list[str]] = {}
-    for paragraph in _jsonl(squad / "corpus.jsonl"):
+    for paragraph in read_jsonl(squad / "corpus.jsonl"):
         articles.setdefault(paragraph["title"], []).append(paragraph["text"])
-    questions = [query["text"] for query in _jsonl(squad / "queries.jsonl")][::20]
+    questions = [query["text"] for query in read_jsonl(squad / "queries.jsonl")][::20]
     return articles, questions
 
 
 def _scifact(corpus_dir: Path) -> tuple[dict[str, list[str]], list[str]]:
     scifact = corpus_dir / "qa" / "scifact"
     tested = {line.split("\t")[0] for line in (scifact / "qrels" / "test.tsv").read_text().splitlines()[1:]}
-    abstracts = [f"{doc['title']} {doc['text']}" for doc in _jsonl(scifact / "corpus.jsonl")][:1000]
+    abstracts = [f"{doc['title']} {doc['text']}" for doc in read_jsonl(scifact / "corpus.jsonl")][:1000]
     groups = {f"abstracts-{n:02d}": abstracts[n::SOURCES] for n in range(SOURCES)}
-    return groups, [query["text"] for query in _jsonl(scifact / "queries.jsonl") if query["_id"] in tested]
+    return groups, [query["text"] for query in read_jsonl(scifact / "queries.jsonl") if query["_id"] in tested]
 
 
 def _rows(texts: list[str], name: str) -> list[revisions.ChunkRow]:
