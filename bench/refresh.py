@@ -13,6 +13,11 @@ Two ways of carrying a source run side by side, each on its own copy of the data
 "share" points the new revision's source at the stored source version (``revisions.share_chunks``,
 docs/decisions/0011) and "copy" stores its chunks, FTS rows and vectors again, as every refresh
 did before. The last column is the database's size after the refreshes.
+
+The second table is what the coordinator writes after each activation (``ingest.write_vectors``):
+the revision's vectors ("packs": a pack of the changed sources' rows beside the packs it shares,
+storage.vector_packs; "whole": every row again, as before packs, measured by giving the same
+revision a folder with no earlier packs) and then its own full-text index, written whole either way.
 """
 from __future__ import annotations
 
@@ -39,6 +44,7 @@ from storage import ingestion, revisions  # noqa: E402
 from storage.db import Database  # noqa: E402
 from storage.migrate import upgrade  # noqa: E402
 from storage.models import Job, Notebook, Source  # noqa: E402
+from storage.vector_files import VectorFiles  # noqa: E402
 
 TEXT_PDFS = ("tracemonkey.pdf", "federal-register-2020-17221.pdf", "GeoTopo-komprimiert.pdf", "dmca.pdf")
 
@@ -116,6 +122,34 @@ def refresh(database: Path, notebook_id: str, changed: int, passage: Passage, nu
     return seconds
 
 
+def files_after_refreshes(
+    database: Path, notebook_id: str, passage: Passage, refreshes: int, root: Path
+) -> dict[str, list[tuple[float, int]]]:
+    """Seconds and rows of vectors written after each refresh of 1 changed source, with packs and
+    whole, interleaved; then ``(seconds, 0)`` of the full-text index, under "lexical"."""
+    shared, embedder = VectorFiles(root / "shared"), HashingEmbedder()
+    db = Database(database)
+    with db.reader() as session:
+        shared.ensure(session, session.get(Notebook, notebook_id).active_revision_id, embedder)
+    db.dispose()
+    written: dict[str, list[tuple[float, int]]] = {"packs": [], "whole": [], "lexical": []}
+    for number in range(refreshes):
+        refresh(database, notebook_id, 1, passage, 100 + number)
+        db = Database(database)
+        with db.reader() as session:
+            revision_id = session.get(Notebook, notebook_id).active_revision_id
+            for name, files in (("packs", shared), ("whole", VectorFiles(root / f"whole-{number}"))):
+                started = time.perf_counter()
+                vectors = files.load(session, revision_id, embedder)
+                newest = max(vectors.parts, key=lambda part: part.matrix.pks.max(initial=0))
+                written[name].append((time.perf_counter() - started, len(newest.matrix.pks)))
+            started = time.perf_counter()
+            shared.ensure(session, revision_id, embedder)
+            written["lexical"].append((time.perf_counter() - started, 0))
+        db.dispose()
+    return written
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", default="10000,100000", help="notebook sizes, comma-separated")
@@ -130,6 +164,7 @@ def main() -> None:
     print("| chunks | store all (s) | changed | carry | " +
           " | ".join(f"refresh {n + 1} (s)" for n in range(args.refreshes)) + " | last / store all | database (MB) |")
     print("|---|---|---|---|" + "---|" * args.refreshes + "---|---|")
+    files_rows: list[tuple[int, dict[str, list[tuple[float, int]]]]] = []
     for chunks in (int(n) for n in args.chunks.split(",")):
         with tempfile.TemporaryDirectory() as tmp:
             built = Path(tmp) / "built.sqlite3"
@@ -149,6 +184,16 @@ def main() -> None:
                     print(f"| {chunks} | {stored:.1f} | {changed} | {name} | {cells} | "
                           f"{times[name][-1] / stored:.1%} | {size:.0f} |")
                     copies[name].unlink()
+            revisions.share_chunks = carry["share"]  # type: ignore[assignment]
+            written = files_after_refreshes(built, notebook_id, passage, args.refreshes, Path(tmp) / "vectors")
+            files_rows.append((chunks, written))
+    print("\nThe coordinator's files after each refresh of 1 changed source: seconds (vector rows written)\n")
+    print("| chunks | written | " + " | ".join(f"refresh {n + 1}" for n in range(args.refreshes)) + " |")
+    print("|---|---|" + "---|" * args.refreshes)
+    for chunks, written in files_rows:
+        for name, label in (("packs", "vectors, packs"), ("whole", "vectors, whole"), ("lexical", "own full-text index")):
+            cells = " | ".join(f"{seconds:.2f}" + (f" ({rows})" if name != "lexical" else "") for seconds, rows in written[name])
+            print(f"| {chunks} | {label} | {cells} |")
 
 
 if __name__ == "__main__":

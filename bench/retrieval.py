@@ -54,12 +54,12 @@ from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Notebook
 from storage.retrieval import CANDIDATES, LexicalFiles, Retriever, vector_ranking
-from storage.vector_cache import VectorCache, VectorMatrix, load_matrix
+from storage.vector_cache import RevisionVectors, VectorCache, load_revision
 from storage.vector_files import VectorFiles
 
 UNBOUNDED = 1 << 62
 # Where a Retriever's cache gets a revision's matrix: its rows, or its files (with the index, if any).
-Loader = Callable[[Session, str, HashingEmbedder], VectorMatrix]
+Loader = Callable[[Session, str, HashingEmbedder], RevisionVectors]
 NO_LEXICAL_FILES: LexicalFiles = lambda revision_id, embedder: None  # noqa: E731 - the main table only
 
 
@@ -140,15 +140,15 @@ def variants(retriever: Retriever) -> dict[str, Callable[[Session, Notebook, str
         return retriever.lexical_candidates(session, notebook, notebook.active_revision_id or "", terms, members) if terms else []
 
     def vectors(session: Session, notebook: Notebook, query: str) -> object:
-        matrix = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)
-        return vector_ranking(matrix, embedder.embed([query])[0], set(notebooks.member_ids(session, notebook)))
+        served = retriever.vectors.get(session, notebook.active_revision_id or "", embedder)
+        return vector_ranking(served, embedder.embed([query])[0], set(notebooks.member_ids(session, notebook)))
 
     return {"hybrid": hybrid, "hybrid, main table": hybrid_main_table, "FTS5 in revision": fts,
             "FTS5 before": fts_before, "vectors": vectors, "FTS5 own index": own_index}
 
 
 def timings(
-    database: Path, notebook_id: str, queries: list[str], names: list[str], loader: Loader = load_matrix,
+    database: Path, notebook_id: str, queries: list[str], names: list[str], loader: Loader = load_revision,
     lexical_files: LexicalFiles = NO_LEXICAL_FILES,
 ) -> dict[str, list[float]]:
     return places_timings({"": (database, notebook_id, lexical_files)}, queries, names, loader)[""]
@@ -159,7 +159,7 @@ Place = tuple[Path, str, LexicalFiles]
 
 
 def places_timings(
-    places: dict[str, Place], queries: list[str], names: list[str], loader: Loader = load_matrix
+    places: dict[str, Place], queries: list[str], names: list[str], loader: Loader = load_revision
 ) -> dict[str, dict[str, list[float]]]:
     """Each place's seconds per variant and query, warm: every variant and place is run once over
     every query first, then per query each place runs each variant in turn (interleaved, so a slow
@@ -188,7 +188,7 @@ def places_timings(
 
 
 def top10(
-    database: Path, notebook_id: str, queries: list[str], loader: Loader = load_matrix,
+    database: Path, notebook_id: str, queries: list[str], loader: Loader = load_revision,
     lexical_files: LexicalFiles = NO_LEXICAL_FILES,
 ) -> list[list[str]]:
     db = Database(database)
@@ -216,7 +216,7 @@ def cold(database: Path, notebook_id: str, query: str, vector_files: Path | None
 
 def first_search(database: str, notebook_id: str, query: str, vector_files: str | None) -> dict[str, float]:
     db = Database(Path(database))
-    loader = load_matrix if vector_files is None else VectorFiles(Path(vector_files)).load
+    loader = load_revision if vector_files is None else VectorFiles(Path(vector_files)).load
     retriever = Retriever(HashingEmbedder(), VectorCache(UNBOUNDED, loader=loader))
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
@@ -279,14 +279,16 @@ def recall_at_50(database: Path, notebook_id: str, queries: list[str], folder: P
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None and notebook.active_revision_id is not None
-        matrix = VectorFiles(folder).load(session, notebook.active_revision_id, embedder)
+        served = VectorFiles(folder).load(session, notebook.active_revision_id, embedder)
+        (part,) = served.parts
+        matrix = part.matrix
         assert matrix.index is not None
         members = set(notebooks.member_ids(session, notebook))
         for query in queries:
             vector = embedder.embed([query])[0]
             exact = np.asarray(matrix.vectors) @ vector
             fiftieth = -np.partition(-exact, 49)[49]
-            found = np.searchsorted(matrix.pks, vector_ranking(matrix, vector, members)[:50])
+            found = np.searchsorted(matrix.pks, vector_ranking(served, vector, members)[:50])
             shares.append(float(np.sum(exact[found] >= fiftieth - 1e-6)) / 50)
     db.dispose()
     return statistics.mean(shares)

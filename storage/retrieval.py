@@ -24,7 +24,7 @@ from pipeline.fusion import reciprocal_rank_fusion
 from storage import evidence, lexical_index, notebooks, top_k, vector_index
 from storage.evidence import EvidenceChunk
 from storage.models import Notebook
-from storage.vector_cache import VectorCache, VectorMatrix
+from storage.vector_cache import Part, RevisionVectors, VectorCache, VectorMatrix
 
 MAX_RESULTS = 50
 CANDIDATES = 100
@@ -43,28 +43,46 @@ class Hit:
     score: float
 
 
-def vector_ranking(matrix: VectorMatrix, query_vector: np.ndarray, members: set[str]) -> list[int]:
-    """The ``CANDIDATES`` best chunks of current ``members`` by similarity, best first.
+def vector_ranking(vectors: RevisionVectors, query_vector: np.ndarray, members: set[str]) -> list[int]:
+    """The ``CANDIDATES`` best chunks of current ``members`` by similarity, best first, equal
+    scores by chunk id: each part's best, merged."""
+    found = [_part_ranking(part, query_vector, members) for part in vectors.parts]
+    pks = np.concatenate([pks for pks, _ in found]) if found else np.empty(0, dtype=np.int64)
+    scores = np.concatenate([scores for _, scores in found]) if found else np.empty(0, dtype=np.float32)
+    return [int(pk) for pk in pks[np.lexsort((pks, -scores))[:CANDIDATES]]]
 
-    A revision with an approximate index scores only the rows the index proposes, exactly; when
-    removed resources took so many of them that fewer than ``CANDIDATES`` are left, and exact
-    search could find more, every row is scored instead.
+
+def _part_ranking(part: Part, query_vector: np.ndarray, members: set[str]) -> tuple[np.ndarray, np.ndarray]:
+    """The pks and scores of the ``CANDIDATES`` best rows the part serves of current ``members``.
+
+    A matrix with an approximate index scores only the rows the index proposes, exactly; when
+    removed resources (or rows the revision does not serve) took so many of them that fewer than
+    ``CANDIDATES`` are left, and exact search could find more, every row is scored instead.
     """
+    matrix = part.matrix
     if not len(matrix.pks):
-        return []
-    allowed = np.array([resource in members for resource in matrix.resources], dtype=bool)
+        return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+    member = np.array([resource in members for resource in matrix.resources], dtype=bool)
+
+    def allowed(rows: np.ndarray | slice) -> np.ndarray:
+        mask = member[matrix.codes[rows]]
+        return mask if part.served is None else mask & part.served[rows]
+
     if matrix.index is not None:
         proposed = vector_index.nearest(matrix.index, query_vector, APPROXIMATE_CANDIDATES)
-        rows = proposed[allowed[matrix.codes[proposed]]]
+        rows = proposed[allowed(proposed)]
         if len(rows) == len(proposed) or len(rows) >= CANDIDATES:
             return _best(matrix, rows, matrix.rows(rows) @ query_vector)
     rows = np.arange(len(matrix.pks))
-    return _best(matrix, rows, np.where(allowed[matrix.codes], matrix.vectors @ query_vector, -np.inf))
+    return _best(matrix, rows, np.where(allowed(slice(None)), matrix.vectors @ query_vector, -np.inf))
 
 
-def _best(matrix: VectorMatrix, rows: np.ndarray, scores: np.ndarray) -> list[int]:
-    """The pks of the ``CANDIDATES`` best-scoring ``rows`` (ascending positions), best first."""
-    return [int(matrix.pks[rows[i]]) for i in top_k.best(scores, CANDIDATES) if scores[i] > 0]
+def _best(matrix: VectorMatrix, rows: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The pks and scores of the ``CANDIDATES`` best-scoring ``rows`` (ascending positions) that
+    score above 0."""
+    best = top_k.best(scores, CANDIDATES)
+    best = best[scores[best] > 0]
+    return matrix.pks[rows[best]], scores[best]
 
 
 # Where a revision's own full-text index is, once written (storage.vector_files.lexical_file).
@@ -101,8 +119,8 @@ class Retriever:
         terms = match_terms(query)
         lexical = [pk for pk, _ in self.lexical_candidates(session, notebook, revision_id, terms, members)] if terms else []
         paused = self._pause()
-        matrix = self.vectors.get(session, revision_id, self.embedder)
-        semantic = vector_ranking(matrix, self.embedder.embed([query])[0], members)
+        vectors = self.vectors.get(session, revision_id, self.embedder)
+        semantic = vector_ranking(vectors, self.embedder.embed([query])[0], members)
         paused += self._pause()
         fused = reciprocal_rank_fusion(
             [[str(pk) for pk in lexical], [str(pk) for pk in semantic]], k=FUSION_K, weights=[BM25_WEIGHT, self.embedder.fusion_weight]

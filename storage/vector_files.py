@@ -1,16 +1,18 @@
-"""Revisions' vector matrices as files next to the database, memory-mapped by whoever searches.
+"""Revisions' vectors as files next to the database, memory-mapped by whoever searches.
 
 A revision's vectors are read from its ``chunk_vectors`` rows once, on the database host (by the
-coordinator right after activation, or by the first search that finds no file), and kept as
-``.npy`` files in ``LOCAL_DATA/system/vectors/<revision>.<embedder>/``. From then on a process maps
-them (``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart
-or a cache eviction costs opening a file, not a scan of the table (24 s at 1M chunks from rows).
-Revisions are immutable, so a file never goes stale; the sweeper deletes those of deleted
-revisions, and of revisions another one replaced as active (``REPLACED_GRACE``). The files are
-derived data: backups leave them out, and the sweeper has the coordinator write those of active
-revisions again (``wanting``). A revision of ``index_min_chunks`` or more also gets its
-approximate index there (storage.vector_index), and every revision its own full-text index
-(storage.lexical_index), both built by the coordinator only.
+coordinator right after activation, or by the first search that finds no files), and kept in packs
+(storage.vector_packs) that later revisions share for the source versions they did not change. A
+revision's folder, ``LOCAL_DATA/system/vectors/<revision>.<embedder>/``, holds ``packs.json``: the
+packs it reads, and the versions of theirs it does not serve. From then on a process maps them
+(``numpy.load(mmap_mode="r")``) instead of reading and joining every row again, so a restart or a
+cache eviction costs opening files, not a scan of the table (24 s at 1M chunks from rows).
+Revisions and packs are immutable, so a file never goes stale; the sweeper deletes the folders of
+deleted revisions and of revisions another one replaced as active (``REPLACED_GRACE``), then the
+packs no folder names. The files are derived data: backups leave them out, and the sweeper has the
+coordinator write those of active revisions again (``wanting``). A pack of ``index_min_chunks`` or
+more rows also gets its approximate index (storage.vector_index), and every revision its own
+full-text index (storage.lexical_index), both built by the coordinator only.
 """
 from __future__ import annotations
 
@@ -27,21 +29,25 @@ from pathlib import Path
 import numpy as np
 from sqlalchemy import select
 from sqlalchemy.orm import Session, aliased
-from storage.usearch_index import Index
 
 from pipeline.embedder import Embedder
-from storage import lexical_index, vector_index
-from storage.models import Notebook, Revision, utcnow
-from storage.vector_cache import VectorMatrix, load_matrix
+from storage import lexical_index, vector_index, vector_packs
+from storage.models import Notebook, Revision, Source, utcnow
+from storage.vector_cache import Part, RevisionVectors, load_matrix, version_key
 
 log = logging.getLogger(__name__)
 
 _NAME = re.compile(r"[0-9A-Za-z-]{1,64}")
 _UNSAFE = re.compile(r"[^0-9A-Za-z._-]")
-_TEMPORARY = ".tmp-"
-# A folder being written is left alone this long by the sweeper (a 1M-chunk matrix takes ~20 s).
+_TEMPORARY = vector_packs.TEMPORARY
+MANIFEST = "packs.json"
+# What a revision's folder held before packs: its own arrays, deleted once it names its packs.
+_FORMER = ("pks.npy", "codes.npy", "vectors.npy", "resources.json", vector_index.FILE)
+# A pack or folder being written is left alone this long by the sweeper (a 1M-chunk matrix takes ~20 s).
 _WRITING_GRACE_SECONDS = 3600
-_ARRAYS = ("pks", "codes", "vectors")
+# A pack just written is named by its revision's folder a moment later: until then the sweeper
+# must not take it for one that no folder names any more.
+_UNNAMED_GRACE_SECONDS = 600
 # Every search and chat turn reads its notebook's active revision (a turn pins it as it starts), and
 # a citation reads its chunk from the database, so a revision that another replaced as active is
 # searched only by what began before: its files are kept this long for those, then deleted. At 1M
@@ -53,54 +59,122 @@ REPLACED_GRACE = timedelta(minutes=10)
 class VectorFiles:
     def __init__(self, root: Path, index_min_chunks: int = 200_000) -> None:
         self.root = root
-        self.index_min_chunks = index_min_chunks  # revisions this big get an approximate index too
+        self.packs = root / vector_packs.FOLDER
+        self.index_min_chunks = index_min_chunks  # packs this big get an approximate index too
 
     def folder(self, revision_id: str, embedder: Embedder) -> Path:
         if not _NAME.fullmatch(revision_id):
             raise ValueError(f"not a revision id: {revision_id!r}")
         return self.root / f"{revision_id}.{_UNSAFE.sub('_', embedder.name)}"
 
-    def load(self, session: Session, revision_id: str, embedder: Embedder) -> VectorMatrix:
-        """The revision's matrix, mapped from its files; built from the rows (and kept) when there
-        are none yet, or when they cannot be read."""
+    def load(self, session: Session, revision_id: str, embedder: Embedder) -> RevisionVectors:
+        """The revision's vectors, mapped from its packs; written first (sharing the packs of its
+        notebook's last revision) when it names none yet, or when one cannot be read."""
         folder = self.folder(revision_id, embedder)
         try:
-            return _read(folder)
+            return self._read(folder)
         except FileNotFoundError:
             pass
-        except (OSError, ValueError) as err:
-            log.warning("rebuilding the unreadable vector files %s: %s", folder.name, err)
-            shutil.rmtree(folder, ignore_errors=True)
-        matrix = load_matrix(session, revision_id, embedder)
-        self._write(folder, matrix)
-        return matrix
+        except (OSError, ValueError, KeyError) as err:
+            log.warning("writing the unreadable vector files of %s again: %s", folder.name, err)
+            (folder / MANIFEST).unlink(missing_ok=True)
+        try:
+            self._write_manifest(session, revision_id, embedder)
+            return self._read(folder)
+        except (OSError, ValueError, KeyError) as err:  # a full disk: served from rows, as before files
+            log.warning("could not keep the vector files of %s: %s", folder.name, err)
+            return RevisionVectors((Part(load_matrix(session, revision_id, embedder)),))
 
     def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
-        """Write the revision's files unless they exist: the vector arrays, its own full-text index
-        (storage.lexical_index), and its approximate index when it is big enough (the coordinator,
-        once a revision is active: these take ~10 s per 100k chunks, which no search should wait
-        for)."""
+        """Write the revision's files unless they exist: its packs, its own full-text index
+        (storage.lexical_index), and the approximate index of each pack big enough (the
+        coordinator, once a revision is active: these take ~10 s per 100k chunks, which no search
+        should wait for)."""
         folder = self.folder(revision_id, embedder)
-        if not folder.is_dir():
-            self._write(folder, load_matrix(session, revision_id, embedder))
-        if not folder.is_dir():
-            return
+        if not (folder / MANIFEST).is_file():
+            try:
+                self._write_manifest(session, revision_id, embedder)
+            except OSError as err:
+                log.warning("could not keep the vector files of %s: %s", folder.name, err)
+                return
         lexical = folder / lexical_index.FILE
         if not lexical.is_file():
             self._write_beside(lexical, lambda partial: lexical_index.write(session, revision_id, partial))
-        for older in lexical_index.older_files(folder):
+        for older in [*lexical_index.older_files(folder), *(folder / name for name in _FORMER)]:
             older.unlink(missing_ok=True)
-        index = folder / vector_index.FILE
-        if index.is_file():
-            return
-        vectors = np.load(folder / "vectors.npy", mmap_mode="r", allow_pickle=False)
-        if len(vectors) >= self.index_min_chunks:
-            self._write_beside(index, lambda partial: vector_index.build(vectors, partial))
+        for pack in self._unindexed(folder):
+            vectors = np.load(pack / "vectors.npy", mmap_mode="r", allow_pickle=False)
+            self._write_beside(pack / vector_index.FILE, lambda partial: vector_index.build(vectors, partial))
+
+    def pack_folders(self, revision_id: str, embedder: Embedder) -> list[Path]:
+        """The packs the revision reads, as its folder names them."""
+        return [self.packs / entry["id"] for entry in self._manifest(self.folder(revision_id, embedder))]
 
     def lexical_file(self, revision_id: str, embedder: Embedder) -> Path | None:
         """The revision's own full-text index, once the coordinator has written it."""
         path = self.folder(revision_id, embedder) / lexical_index.FILE
         return path if path.is_file() else None
+
+    def _read(self, folder: Path) -> RevisionVectors:
+        parts = []
+        for entry in self._manifest(folder):
+            pack = self.packs / entry["id"]
+            try:
+                matrix = vector_packs.read(pack)
+            except (OSError, ValueError, KeyError):
+                shutil.rmtree(pack, ignore_errors=True)  # so that no revision plans to keep it
+                raise
+            unserved = {code for code, key in enumerate(matrix.version_keys) if key in set(entry["unserved"])}
+            served = ~np.isin(matrix.versions, list(unserved)) if unserved else None
+            parts.append(Part(matrix, served))
+        return RevisionVectors(tuple(parts))
+
+    @staticmethod
+    def _manifest(folder: Path) -> list[dict[str, list[str] | str]]:
+        return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["packs"]
+
+    def _write_manifest(self, session: Session, revision_id: str, embedder: Embedder) -> None:
+        """Name the revision's packs: those of its notebook's last revision still mostly served
+        (vector_packs.plan), and one new pack of the rest, read from rows."""
+        needed = {version_key(r, s) for r, s in session.execute(
+            select(Source.chunks_revision_id, Source.chunks_source_id).where(Source.revision_id == revision_id))}
+        kept, fresh = vector_packs.plan(needed, self._last_packs(session, revision_id, embedder))
+        packs = [pack.id for pack in kept]
+        if fresh:
+            matrix = load_matrix(session, revision_id, embedder, fresh)
+            if len(matrix.pks) or not packs:
+                self.packs.mkdir(parents=True, exist_ok=True)
+                packs.append(vector_packs.write(self.packs, matrix))
+        manifest = {"packs": [
+            {"id": pack_id, "unserved": sorted(vector_packs.summary(self.packs / pack_id).rows.keys() - needed)}
+            for pack_id in packs
+        ]}
+        folder = self.folder(revision_id, embedder)
+        folder.mkdir(parents=True, exist_ok=True)
+        self._write_beside(folder / MANIFEST, lambda partial: partial.write_text(json.dumps(manifest), encoding="utf-8"))
+
+    def _last_packs(self, session: Session, revision_id: str, embedder: Embedder) -> list[vector_packs.Summary]:
+        """The packs of the latest other revision of the notebook that names readable ones."""
+        revision = session.get(Revision, revision_id)
+        others = session.scalars(
+            select(Revision.id).where(Revision.notebook_id == revision.notebook_id, Revision.id != revision_id,
+                                      Revision.completed_at.is_not(None)).order_by(Revision.completed_at.desc())
+        ) if revision is not None else []
+        for other in others:
+            try:
+                return [vector_packs.summary(pack) for pack in self.pack_folders(other, embedder)]
+            except (OSError, ValueError, KeyError):
+                continue
+        return []
+
+    def _unindexed(self, folder: Path) -> list[Path]:
+        """The revision's packs big enough for an approximate index that have none."""
+        try:
+            packs = [self.packs / entry["id"] for entry in self._manifest(folder)]
+        except (OSError, ValueError, KeyError):
+            return []
+        return [pack for pack in packs if not (pack / vector_index.FILE).is_file()
+                and vector_packs.rows(pack) >= self.index_min_chunks]
 
     @staticmethod
     def _write_beside(path: Path, write: Callable[[Path], object]) -> None:
@@ -113,48 +187,20 @@ class VectorFiles:
         finally:
             partial.unlink(missing_ok=True)
 
-    def _write(self, folder: Path, matrix: VectorMatrix) -> None:
-        """Write beside, then rename into place: a reader sees all the files or none. Best effort:
-        a full disk leaves the matrix served from rows, as before these files existed."""
-        temporary = self.root / f"{_TEMPORARY}{folder.name}-{uuid.uuid4().hex}"
-        try:
-            temporary.mkdir(parents=True)
-            for name in _ARRAYS:
-                np.save(temporary / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
-            (temporary / "resources.json").write_text(json.dumps(matrix.resources), encoding="utf-8")
-            temporary.rename(folder)
-        except OSError as err:  # also: another process renamed its copy into place first
-            if not folder.is_dir():
-                log.warning("could not keep the vector files %s: %s", folder.name, err)
-        finally:
-            shutil.rmtree(temporary, ignore_errors=True)
-
     def wanting(self, session: Session, embedder: Embedder) -> list[str]:
         """Active revisions whose files, or the indexes they should have, are missing and not being
         written: after a restore (backups leave the files out), a lost ``ingest.write_vectors``, or
         an index found unreadable. The sweeper sends them to the coordinator again."""
         active = session.scalars(select(Notebook.active_revision_id).where(Notebook.active_revision_id.is_not(None)))
-        being_written = {entry.name for entry in self._fresh(self.root)} if self.root.is_dir() else set()
+        writing = self.packs.is_dir() and bool(self._fresh(self.packs))
         wanting = []
         for revision_id in active:
             folder = self.folder(revision_id, embedder)
-            if not folder.is_dir():
-                if not any(name.startswith(f"{_TEMPORARY}{folder.name}-") for name in being_written):
-                    wanting.append(revision_id)
-            elif not self._fresh(folder) and (
-                not (folder / lexical_index.FILE).is_file()
-                or (not (folder / vector_index.FILE).is_file() and self._rows(folder) >= self.index_min_chunks)
-            ):
+            if (folder.is_dir() and self._fresh(folder)) or writing:
+                continue
+            if not (folder / MANIFEST).is_file() or not (folder / lexical_index.FILE).is_file() or self._unindexed(folder):
                 wanting.append(revision_id)
         return wanting
-
-    @staticmethod
-    def _rows(folder: Path) -> int:
-        """0 for torn files: the next search that loads them rebuilds them from rows."""
-        try:
-            return len(np.load(folder / "pks.npy", mmap_mode="r", allow_pickle=False))
-        except (OSError, ValueError):
-            return 0
 
     @staticmethod
     def _fresh(folder: Path) -> list[Path]:
@@ -165,12 +211,12 @@ class VectorFiles:
         ]
 
     def delete_unreferenced(self, session: Session, now: datetime | None = None) -> int:
-        """Delete the files no search will read again: those of revisions that no longer exist or
-        that another revision replaced as their notebook's active one over ``REPLACED_GRACE``
-        ago, and abandoned partial writes."""
+        """Delete the files no search will read again: the folders of revisions that no longer
+        exist or that another revision replaced as their notebook's active one over
+        ``REPLACED_GRACE`` ago, then the packs no folder names, and abandoned partial writes."""
         if not self.root.is_dir():
             return 0
-        entries = [entry for entry in self.root.iterdir() if entry.is_dir()]
+        entries = [entry for entry in self.root.iterdir() if entry.is_dir() and entry != self.packs]
         fresh = set(self._fresh(self.root))
         doomed = [entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry not in fresh]
         revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries if not entry.name.startswith(_TEMPORARY)}
@@ -179,6 +225,26 @@ class VectorFiles:
         doomed += [entry for entry, revision_id in revision_of.items() if revision_id not in kept]
         for entry in doomed:
             shutil.rmtree(entry, ignore_errors=True)
+        return len(doomed) + self._delete_unnamed_packs([entry for entry in revision_of if entry not in doomed])
+
+    def _delete_unnamed_packs(self, folders: list[Path]) -> int:
+        """Delete the packs none of ``folders`` names, except those written too recently for the
+        folder that will name them to exist yet, and abandoned partial packs."""
+        if not self.packs.is_dir():
+            return 0
+        named = set()
+        for folder in folders:
+            try:
+                named |= {entry["id"] for entry in self._manifest(folder)}
+            except (OSError, ValueError, KeyError):
+                continue
+        now = time.time()
+        doomed = [
+            pack for pack in self.packs.iterdir() if pack.name not in named and pack.stat().st_mtime < now - (
+                _WRITING_GRACE_SECONDS if pack.name.startswith(_TEMPORARY) else _UNNAMED_GRACE_SECONDS)
+        ]
+        for pack in doomed:
+            shutil.rmtree(pack, ignore_errors=True)
         return len(doomed)
 
 
@@ -197,29 +263,3 @@ def _searchable(session: Session, ids: set[str], replaced_before: datetime) -> s
         revision_id for revision_id, active_id, replaced_at in rows
         if active_id in (None, revision_id) or replaced_at is None or replaced_at >= replaced_before
     }
-
-
-def _read(folder: Path) -> VectorMatrix:
-    arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _ARRAYS}
-    resources = json.loads((folder / "resources.json").read_text(encoding="utf-8"))
-    if not (len(arrays["pks"]) == len(arrays["codes"]) == len(arrays["vectors"])):
-        raise ValueError("the arrays' lengths differ")
-    return VectorMatrix(resources=resources, index=_index(folder, len(arrays["pks"])), **arrays)
-
-
-def _index(folder: Path, rows: int) -> Index | None:
-    """The folder's approximate index, if it has a readable one. One that cannot be read is removed
-    and the mapped arrays are searched exactly meanwhile: they are sound, and rebuilding them from
-    rows would cost ~25 s at 1M chunks for nothing; the sweeper has the coordinator index again."""
-    path = folder / vector_index.FILE
-    if not path.is_file():
-        return None
-    try:
-        index = vector_index.open_view(path)
-        if len(index) != rows:
-            raise ValueError(f"the index has {len(index)} rows, the arrays {rows}")
-        return index
-    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn file
-        log.warning("searching %s exactly until it is indexed again: %s", folder.name, err)
-        path.unlink(missing_ok=True)
-        return None

@@ -3,7 +3,9 @@ deletes them with their notebook, or has them written again when they went missi
 (storage.vector_files)."""
 from __future__ import annotations
 
+import os
 import shutil
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,6 +15,7 @@ import pytest
 from steps.conftest import wait_for
 from steps.test_task_contract import ingest
 from storage import lexical_index
+from storage.vector_files import MANIFEST
 
 if TYPE_CHECKING:
     from steps.conftest import Instance
@@ -28,8 +31,10 @@ def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(
     revision_id = instance.notebook(notebook_id).active_revision_id
     folder = svc.vector_files.folder(revision_id, svc.embedder)
     # The activation writes them just after the job ends succeeded, before anything searches.
-    wait_for(lambda: (folder / "vectors.npy").is_file(), "the activated revision's vector files")
+    wait_for(lambda: (folder / MANIFEST).is_file(), "the activated revision's vector files")
     wait_for(lambda: (folder / lexical_index.FILE).is_file(), "the activated revision's own full-text index")
+    (pack,) = svc.vector_files.pack_folders(revision_id, svc.embedder)
+    assert (pack / "vectors.npy").is_file()
 
     searched_in: list[Path] = []
     candidates = lexical_index.candidates
@@ -40,7 +45,11 @@ def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(
 
     assert instance.call("DELETE", f"/api/notebooks/{notebook_id}").status_code in (200, 204)
     instance.celery.tasks["sweep_jobs"]()
-    assert not folder.exists()
+    assert not folder.exists() and pack.is_dir()  # a pack is kept a while for the revision about to name it
+    long_ago = time.time() - 3600
+    os.utime(pack, (long_ago, long_ago))
+    instance.celery.tasks["sweep_jobs"]()
+    assert not pack.exists()
 
 
 def test_the_sweeper_has_missing_files_written_again(launch: Callable[..., Instance]) -> None:
@@ -50,8 +59,9 @@ def test_the_sweeper_has_missing_files_written_again(launch: Callable[..., Insta
     assert job.state == "succeeded", job.error
     svc = instance.app.extensions["gnosi"]
     folder = svc.vector_files.folder(instance.notebook(notebook_id).active_revision_id, svc.embedder)
-    wait_for(lambda: (folder / "vectors.npy").is_file(), "the activated revision's vector files")
+    wait_for(lambda: (folder / MANIFEST).is_file(), "the activated revision's vector files")
     shutil.rmtree(folder)
+    shutil.rmtree(svc.vector_files.packs)
     instance.celery.tasks["sweep_jobs"]()
-    wait_for(lambda: (folder / "vectors.npy").is_file(), "the vector files written again by the coordinator")
+    wait_for(lambda: (folder / MANIFEST).is_file(), "the vector files written again by the coordinator")
     wait_for(lambda: (folder / lexical_index.FILE).is_file(), "and the revision's own full-text index")

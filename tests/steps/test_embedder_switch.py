@@ -13,6 +13,7 @@ import pytest
 from steps.conftest import wait_for
 from steps.test_task_contract import counting, ingest, wrap
 from storage import retrieval
+from storage.vector_files import MANIFEST
 from support.services import require
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ def test_a_refresh_after_switching_to_minilm_embeds_again_without_extracting(
     assert all(s.chunking.endswith("vectors minilm-l6-v2-int8") for s in sources), [s.chunking for s in sources]
     svc = second.app.extensions["gnosi"]
     folder = svc.vector_files.folder(refreshed.revision_id, svc.embedder)
-    wait_for(lambda: (folder / "vectors.npy").is_file(), "the model's vector files")
-    vectors = np.load(folder / "vectors.npy", allow_pickle=False)
+    wait_for(lambda: (folder / MANIFEST).is_file(), "the model's vector files")
+    (pack,) = svc.vector_files.pack_folders(refreshed.revision_id, svc.embedder)
+    vectors = np.load(pack / "vectors.npy", allow_pickle=False)
     assert vectors.shape == (second.chunk_count(refreshed.revision_id), 384)
 
     ranked: list[list[int]] = []

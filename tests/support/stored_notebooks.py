@@ -3,11 +3,15 @@ pipeline does and stored through ``revisions.store_chunks`` (the FTS5 trigger in
 straight in a migrated database: for storage tests that need real rows, not a running instance."""
 from __future__ import annotations
 
+from sqlalchemy.orm import Session
+
 from pipeline.chunker import ChunkSettings, chunk_segments
 from pipeline.embedder import HashingEmbedder
 from pipeline.extractors.limits import ExtractLimits
 from pipeline.extractors.pdf import PdfExtractor
-from storage import accounts, notebooks, revisions
+from pipeline.planning import PlannedSource
+from pipeline.types import SourceRef
+from storage import accounts, ingestion, notebooks, revisions
 from storage.db import Database
 from storage.models import Job, Notebook
 from support.services import CORPUS
@@ -60,3 +64,42 @@ def refresh_changing_nothing(db: Database, notebook_id: str) -> str:
             revisions.carry_source(session, old, draft, state="available", resource_title=old.resource_title)
         revisions.activate(session, notebook, draft)
         return draft.id
+
+
+def start_refresh(session: Session, notebook: Notebook, changed: dict[str, str], titles: dict[str, str]) -> Job:
+    """The draft of a refresh that extracts the resources of ``changed`` again and carries the rest."""
+    job = Job(vault_hash=notebook.vault_hash, workspace_id=notebook.workspace_id, notebook_id=notebook.id,
+              kind="ingest", params={}, state="running")
+    session.add(job)
+    session.flush()
+    plans = [
+        PlannedSource(SourceRef(resource_id, field, "attachment", value),
+                      "extract" if resource_id in changed else "reuse",
+                      changed.get(resource_id, previous.fingerprint), previous,
+                      resource_title=titles.get(resource_id, previous.resource_title))
+        for (resource_id, field, value), previous in sorted(ingestion.previous_sources(session, notebook).items())
+    ]
+    ingestion.start_revision(session, job, notebook, plans)
+    return job
+
+
+def refresh(
+    db: Database,
+    notebook_id: str,
+    changed: dict[str, str] | None = None,
+    *,
+    titles: dict[str, str] | None = None,
+    keep: tuple[int, int] = (3, 20),
+) -> str:
+    """A whole refresh: the resources of ``changed`` get new content (another corpus PDF, stored
+    as the index step stores it); returns its revision's id."""
+    changed = changed or {}
+    with db.session() as session:
+        notebook = session.get(Notebook, notebook_id)
+        job = start_refresh(session, notebook, changed, titles or {})
+        for source in revisions.sources(session, job.revision_id):
+            if source.resource_id in changed:
+                revisions.store_chunks(session, source, chunk_rows(changed[source.resource_id]), embedder=EMBEDDER.name)
+                source.state = "available"
+        ingestion.finish_if_complete(session, job, notebook, keep)
+        return job.revision_id

@@ -14,8 +14,8 @@ from storage.analyses import PlannedPart
 from storage.db import Database
 from storage.migrate import upgrade
 from storage.models import Analysis, AnalysisPart, Notebook, Revision, utcnow
-from support.stored_notebooks import stored_notebook
-from unit.test_source_versions import DOCUMENTS, KEEP_NOTHING_OLD, _refresh
+from support.stored_notebooks import refresh, stored_notebook
+from unit.test_source_versions import DOCUMENTS, KEEP_NOTHING_OLD
 
 POINT = Point("The Act prohibits circumvention.", ("c1",), "dmca.pdf", 1.5, (0, 10))
 
@@ -66,8 +66,8 @@ def test_retention_keeps_the_revision_an_analysis_reads(db: Database) -> None:
     analysis_id = _start(db, notebook_id)
     with db.reader() as session:
         pinned = session.get(Analysis, analysis_id).revision_id
-    _refresh(db, notebook_id, {DOCUMENTS[0]: DOCUMENTS[1]}, keep=KEEP_NOTHING_OLD)
-    _refresh(db, notebook_id, {DOCUMENTS[0]: DOCUMENTS[2]}, keep=KEEP_NOTHING_OLD)
+    refresh(db, notebook_id, {DOCUMENTS[0]: DOCUMENTS[1]}, keep=KEEP_NOTHING_OLD)
+    refresh(db, notebook_id, {DOCUMENTS[0]: DOCUMENTS[2]}, keep=KEEP_NOTHING_OLD)
     with db.session() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook.active_revision_id != pinned

@@ -12,14 +12,12 @@ from dataclasses import replace
 
 from sqlalchemy.orm import Session
 
-from pipeline.planning import PlannedSource
-from pipeline.types import SourceRef
-from storage import evidence, ingestion, retention, revisions
+from storage import evidence, retention, revisions
 from storage.db import Database
-from storage.models import Job, Notebook, Revision
+from storage.models import Notebook, Revision
 from storage.retrieval import Retriever
 from storage.vector_cache import VectorCache, load_matrix
-from support.stored_notebooks import EMBEDDER, chunk_rows, stored_notebook
+from support.stored_notebooks import EMBEDDER, chunk_rows, refresh, start_refresh, stored_notebook
 
 DOCUMENTS = ("dmca.pdf", "tracemonkey.pdf", "federal-register-2020-17221.pdf")
 QUESTIONS = (
@@ -38,45 +36,6 @@ def _count(db: Database, table: str) -> int:
 
 def _count_in(session: Session, table: str) -> int:
     return session.connection().exec_driver_sql(f"SELECT count(*) FROM {table}").scalar_one()
-
-
-def _start(session: Session, notebook: Notebook, changed: dict[str, str], titles: dict[str, str]) -> Job:
-    """The draft of a refresh that extracts the resources of ``changed`` again and carries the rest."""
-    job = Job(vault_hash=notebook.vault_hash, workspace_id=notebook.workspace_id, notebook_id=notebook.id,
-              kind="ingest", params={}, state="running")
-    session.add(job)
-    session.flush()
-    plans = [
-        PlannedSource(SourceRef(resource_id, field, "attachment", value),
-                      "extract" if resource_id in changed else "reuse",
-                      changed.get(resource_id, previous.fingerprint), previous,
-                      resource_title=titles.get(resource_id, previous.resource_title))
-        for (resource_id, field, value), previous in sorted(ingestion.previous_sources(session, notebook).items())
-    ]
-    ingestion.start_revision(session, job, notebook, plans)
-    return job
-
-
-def _refresh(
-    db: Database,
-    notebook_id: str,
-    changed: dict[str, str] | None = None,
-    *,
-    titles: dict[str, str] | None = None,
-    keep: tuple[int, int] = (3, 20),
-) -> str:
-    """A whole refresh: the resources of ``changed`` get new content (another corpus PDF, stored
-    as the index step stores it); returns its revision's id."""
-    changed = changed or {}
-    with db.session() as session:
-        notebook = session.get(Notebook, notebook_id)
-        job = _start(session, notebook, changed, titles or {})
-        for source in revisions.sources(session, job.revision_id):
-            if source.resource_id in changed:
-                revisions.store_chunks(session, source, chunk_rows(changed[source.resource_id]), embedder=EMBEDDER.name)
-                source.state = "available"
-        ingestion.finish_if_complete(session, job, notebook, keep)
-        return job.revision_id
 
 
 def _rankings(db: Database, notebook_id: str, revision_id: str) -> list[list[tuple[str, str, str]]]:
@@ -105,9 +64,9 @@ def test_a_refresh_of_300_unchanged_sources_adds_no_chunk_rows(db: Database) -> 
     before = {table: _count(db, table) for table in ("chunks", "chunk_vectors", "chunks_fts")}
     revision = _active(db, notebook_id)
     with db.session() as session:  # the draft, every source carried over
-        _start(session, session.get(Notebook, notebook_id), {}, {})
+        start_refresh(session, session.get(Notebook, notebook_id), {}, {})
         assert {table: _count_in(session, table) for table in before} == before
-    _refresh(db, notebook_id)
+    refresh(db, notebook_id)
     assert {table: _count(db, table) for table in before} == before
     assert _active(db, notebook_id) == revision, "nothing changed: the check is an audit"
 
@@ -118,7 +77,7 @@ def test_a_refresh_stores_only_what_changed_and_finds_the_same(db: Database) -> 
     ranked_first = _rankings(db, notebook_id, first)
     chunks = _count(db, "chunks")
 
-    second = _refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"})
+    second = refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"})
 
     assert _active(db, notebook_id) == second
     assert _count(db, "chunks") == chunks + len(chunk_rows("GeoTopo-komprimiert.pdf"))
@@ -141,14 +100,14 @@ def test_search_finds_the_same_top_ten_through_shared_versions(db: Database) -> 
     deleted so that bm25 sees the same table): the same ten passages in the same order."""
     notebook_id = stored_notebook(db, "reader", DOCUMENTS)
     before = _rankings(db, notebook_id, _active(db, notebook_id))
-    second = _refresh(db, notebook_id, {"tracemonkey.pdf": "tracemonkey.pdf"}, keep=KEEP_NOTHING_OLD)
+    second = refresh(db, notebook_id, {"tracemonkey.pdf": "tracemonkey.pdf"}, keep=KEEP_NOTHING_OLD)
     assert all(before) and _rankings(db, notebook_id, second) == before
 
 
 def test_a_renamed_record_gets_its_chunks_indexed_under_the_new_name(db: Database) -> None:
     notebook_id = stored_notebook(db, "reader", DOCUMENTS)
     chunks = _count(db, "chunks")
-    second = _refresh(db, notebook_id, titles={"dmca.pdf": "Digital Millennium Copyright Act"})
+    second = refresh(db, notebook_id, titles={"dmca.pdf": "Digital Millennium Copyright Act"})
     assert _active(db, notebook_id) == second
     assert _count(db, "chunks") == chunks + len(chunk_rows("dmca.pdf"))
     with db.reader() as session:
@@ -163,7 +122,7 @@ def test_retention_deletes_a_source_version_only_when_no_kept_revision_serves_it
     dmca, federal = len(chunk_rows("dmca.pdf")), len(chunk_rows("federal-register-2020-17221.pdf"))
     tracemonkey, geotopo = len(chunk_rows("tracemonkey.pdf")), len(chunk_rows("GeoTopo-komprimiert.pdf"))
 
-    second = _refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"},
+    second = refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"},
                       keep=KEEP_NOTHING_OLD)
     # The first revision's federal-register version is gone; its other two serve the second.
     assert _count(db, "chunks") == dmca + tracemonkey + geotopo
@@ -172,7 +131,7 @@ def test_retention_deletes_a_source_version_only_when_no_kept_revision_serves_it
         assert revisions.get(session, session.get(Notebook, notebook_id), first) is None
         assert [s.resource_id for s in revisions.sources(session, first)] == ["dmca.pdf", "tracemonkey.pdf"]
 
-    third = _refresh(db, notebook_id, {"dmca.pdf": "federal-register-2020-17221.pdf"}, keep=KEEP_NOTHING_OLD)
+    third = refresh(db, notebook_id, {"dmca.pdf": "federal-register-2020-17221.pdf"}, keep=KEEP_NOTHING_OLD)
     assert _count(db, "chunks") == federal + tracemonkey + geotopo
     with db.reader() as session:
         assert [s.resource_id for s in revisions.sources(session, first)] == ["tracemonkey.pdf"]
@@ -181,7 +140,7 @@ def test_retention_deletes_a_source_version_only_when_no_kept_revision_serves_it
     assert served == {"dmca.pdf": third, "tracemonkey.pdf": first, "federal-register-2020-17221.pdf": second}
     assert all(_rankings(db, notebook_id, third))
 
-    _refresh(db, notebook_id, {"tracemonkey.pdf": "tracemonkey.pdf", "federal-register-2020-17221.pdf": "dmca.pdf"},
+    refresh(db, notebook_id, {"tracemonkey.pdf": "tracemonkey.pdf", "federal-register-2020-17221.pdf": "dmca.pdf"},
              keep=KEEP_NOTHING_OLD)
     with db.reader() as session:
         assert session.get(Revision, first) is None and session.get(Revision, second) is None
@@ -193,8 +152,8 @@ def test_a_kept_revision_keeps_every_version_it_serves(db: Database) -> None:
     notebook_id = stored_notebook(db, "reader", DOCUMENTS)
     first = _active(db, notebook_id)
     before = _rankings(db, notebook_id, first)
-    _refresh(db, notebook_id, {"dmca.pdf": "GeoTopo-komprimiert.pdf"})
-    _refresh(db, notebook_id, {"tracemonkey.pdf": "GeoTopo-komprimiert.pdf"})
+    refresh(db, notebook_id, {"dmca.pdf": "GeoTopo-komprimiert.pdf"})
+    refresh(db, notebook_id, {"tracemonkey.pdf": "GeoTopo-komprimiert.pdf"})
     with db.session() as session:  # the default windows keep the first revision: it still answers
         retention.apply(session, session.get(Notebook, notebook_id), completed_keep=3, audit_keep=20)
     with db.reader() as session:

@@ -1,8 +1,11 @@
 """Revisions' vectors kept as memory-mapped files (storage.vector_files): built from the rows once,
-then mapped by any process without reading a row; deleted with their revision, or some minutes
-after another revision replaced it as active."""
+then mapped by any process without reading a row; shared, in packs (storage.vector_packs), by the
+revisions that serve the same source versions; a revision's folder deleted with it, or some minutes
+after another revision replaced it as active, and a pack once no folder names it."""
 from __future__ import annotations
 
+import os
+import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -12,10 +15,17 @@ import pytest
 from storage import notebooks
 from storage.db import Database
 from storage.models import Notebook, Revision
-from storage.vector_cache import load_matrix
+from storage.retrieval import vector_ranking
+from storage.vector_cache import Part, RevisionVectors, VectorMatrix, load_matrix
 from storage.vector_files import REPLACED_GRACE, VectorFiles
 from support.statements import recorded_statements
-from support.stored_notebooks import EMBEDDER, refresh_changing_nothing, stored_notebook
+from support.stored_notebooks import EMBEDDER, refresh, refresh_changing_nothing, stored_notebook
+
+QUESTIONS = (
+    "What does the DMCA say about circumvention of technological measures?",
+    "How does TraceMonkey record traces of hot loops?",
+    "Who must register with the Federal Register notice?",
+)
 
 
 def _revision(db: Database, notebook_id: str) -> str:
@@ -25,15 +35,22 @@ def _revision(db: Database, notebook_id: str) -> str:
         return notebook.active_revision_id
 
 
+def _only(vectors: RevisionVectors) -> VectorMatrix:
+    """The one pack of a revision that serves all of it."""
+    (part,) = vectors.parts
+    assert part.served is None
+    return part.matrix
+
+
 def test_after_a_restart_the_matrix_is_mapped_from_its_files_without_reading_a_row(
     db: Database, tmp_path: Path
 ) -> None:
     revision_id = _revision(db, stored_notebook(db, "a", ("dmca.pdf", "tracemonkey.pdf")))
     with db.reader() as session:
-        built = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
+        built = _only(VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER))
         from_rows = load_matrix(session, revision_id, EMBEDDER)
     with db.reader() as session, recorded_statements(session) as statements:  # a new process: nothing in memory
-        mapped = VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER)
+        mapped = _only(VectorFiles(tmp_path / "vectors").load(session, revision_id, EMBEDDER))
     assert statements == []
     assert isinstance(mapped.vectors, np.memmap)
     for matrix in (built, mapped):
@@ -47,10 +64,12 @@ def test_unreadable_files_are_rebuilt_from_the_rows(db: Database, tmp_path: Path
     files = VectorFiles(tmp_path / "vectors")
     with db.reader() as session:
         files.ensure(session, revision_id, EMBEDDER)
-        (files.folder(revision_id, EMBEDDER) / "vectors.npy").write_bytes(b"torn")
-        rebuilt = files.load(session, revision_id, EMBEDDER)
+        (torn,) = files.pack_folders(revision_id, EMBEDDER)
+        (torn / "vectors.npy").write_bytes(b"torn")
+        rebuilt = _only(files.load(session, revision_id, EMBEDDER))
         assert np.array_equal(rebuilt.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
-        assert isinstance(files.load(session, revision_id, EMBEDDER).vectors, np.memmap)
+        assert isinstance(_only(files.load(session, revision_id, EMBEDDER)).vectors, np.memmap)
+        assert not torn.exists() and files.pack_folders(revision_id, EMBEDDER) != [torn]
 
 
 def test_the_files_of_a_deleted_revision_go_and_the_others_stay(db: Database, tmp_path: Path) -> None:
@@ -85,7 +104,7 @@ def test_a_replaced_revisions_files_stay_for_the_grace_then_go_and_a_late_search
         assert files.lexical_file(replaced, EMBEDDER) is not None
         assert files.delete_unreferenced(session, activated + REPLACED_GRACE + timedelta(seconds=1)) == 1
         assert not files.folder(replaced, EMBEDDER).exists() and files.lexical_file(active, EMBEDDER) is not None
-        late = files.load(session, replaced, EMBEDDER)
+        late = _only(files.load(session, replaced, EMBEDDER))
         assert np.array_equal(late.vectors, load_matrix(session, replaced, EMBEDDER).vectors)
 
 
@@ -94,3 +113,84 @@ def test_a_folder_name_cannot_leave_the_root(tmp_path: Path) -> None:
         VectorFiles(tmp_path).folder("../escape", EMBEDDER)
     assert VectorFiles(tmp_path).folder("abc", EMBEDDER).parent == tmp_path
 
+
+
+def _ranked(db: Database, notebook_id: str, vectors: RevisionVectors) -> list[list[int]]:
+    with db.reader() as session:
+        members = set(notebooks.member_ids(session, session.get(Notebook, notebook_id)))
+    return [vector_ranking(vectors, EMBEDDER.embed([question])[0], members) for question in QUESTIONS]
+
+
+def _written(
+    db: Database, tmp_path: Path, user: str, documents: tuple[str, ...] = ("dmca.pdf", "tracemonkey.pdf")
+) -> tuple[str, str, VectorFiles]:
+    """A notebook of ``documents``, its active revision, and the files the coordinator wrote for it."""
+    notebook_id = stored_notebook(db, user, documents)
+    revision_id = _revision(db, notebook_id)
+    files = VectorFiles(tmp_path / "vectors")
+    with db.reader() as session:
+        files.ensure(session, revision_id, EMBEDDER)
+    return notebook_id, revision_id, files
+
+
+def test_a_refresh_that_changed_nothing_shares_the_pack_and_writes_none(db: Database, tmp_path: Path) -> None:
+    notebook_id, first, files = _written(db, tmp_path, "g")
+    second = refresh_changing_nothing(db, notebook_id)
+    with db.reader() as session, recorded_statements(session) as statements:
+        files.ensure(session, second, EMBEDDER)
+        shared = _only(files.load(session, second, EMBEDDER))
+    assert not [statement for statement in statements if "chunk_vectors" in statement]
+    assert files.pack_folders(second, EMBEDDER) == files.pack_folders(first, EMBEDDER)
+    assert len(list(files.packs.iterdir())) == 1
+    with db.reader() as session:
+        assert np.array_equal(shared.pks, load_matrix(session, second, EMBEDDER).pks)
+
+
+def test_a_refresh_writes_a_pack_of_what_changed_and_no_longer_serves_the_old_version(
+    db: Database, tmp_path: Path
+) -> None:
+    notebook_id, first, files = _written(db, tmp_path, "h", ("dmca.pdf", "tracemonkey.pdf", "federal-register-2020-17221.pdf"))
+    with db.reader() as session:
+        old_pks = set(load_matrix(session, first, EMBEDDER).pks.tolist())
+    second = refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"})
+    with db.reader() as session:
+        files.ensure(session, second, EMBEDDER)
+        vectors = files.load(session, second, EMBEDDER)
+        expected = load_matrix(session, second, EMBEDDER)
+    kept, written = vectors.parts
+    assert files.pack_folders(second, EMBEDDER)[0] == files.pack_folders(first, EMBEDDER)[0]
+    assert written.served is None and set(written.matrix.pks.tolist()).isdisjoint(old_pks)
+    assert kept.served is not None and 0 < kept.served.sum() < len(kept.matrix.pks)
+    served = set(kept.matrix.pks[kept.served].tolist()) | set(written.matrix.pks.tolist())
+    assert served == set(expected.pks.tolist()) and vectors.rows == len(expected.pks)
+    whole = RevisionVectors((Part(expected),))
+    assert _ranked(db, notebook_id, vectors) == _ranked(db, notebook_id, whole)
+    unserved = set(kept.matrix.pks[~kept.served].tolist())
+    assert unserved and not unserved & {pk for ranking in _ranked(db, notebook_id, vectors) for pk in ranking}
+
+
+def test_a_pack_goes_only_when_no_kept_revision_names_it(db: Database, tmp_path: Path) -> None:
+    notebook_id, first, files = _written(db, tmp_path, "i")
+    (pack,) = files.pack_folders(first, EMBEDDER)
+    second = refresh_changing_nothing(db, notebook_id)
+    an_hour_ago = time.time() - 3600
+    os.utime(pack, (an_hour_ago, an_hour_ago))
+    with db.reader() as session:
+        files.ensure(session, second, EMBEDDER)
+        activated = session.get(Revision, second).completed_at
+        assert files.delete_unreferenced(session, activated + REPLACED_GRACE + timedelta(seconds=1)) == 1
+    assert not files.folder(first, EMBEDDER).exists() and pack.is_dir()  # the active revision names it
+    with db.session() as session:
+        notebooks.delete_notebook(session, session.get(Notebook, notebook_id))
+    with db.reader() as session:
+        assert files.delete_unreferenced(session) == 2
+    assert not pack.exists() and list(files.packs.iterdir()) == []
+
+
+def test_a_pack_just_written_stays_until_its_revision_names_it(db: Database, tmp_path: Path) -> None:
+    files = VectorFiles(tmp_path / "vectors")
+    files.packs.mkdir(parents=True)
+    (files.packs / "0123abcd").mkdir()
+    with db.reader() as session:
+        assert files.delete_unreferenced(session) == 0
+    assert (files.packs / "0123abcd").is_dir()

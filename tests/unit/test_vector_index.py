@@ -1,4 +1,4 @@
-"""A big revision's approximate vector index (storage.vector_index): built by ``ensure`` above the
+"""A big pack's approximate vector index (storage.vector_index): built by ``ensure`` above the
 size threshold only, mapped by every later load, proposing rows that are then scored exactly; a
 removed resource's rows never come back, and an unreadable index is dropped, then rebuilt.
 
@@ -11,11 +11,13 @@ from pathlib import Path
 
 import numpy as np
 
+from sqlalchemy.orm import Session
+
 from storage import notebooks, vector_index
 from storage.db import Database
 from storage.models import Notebook
 from storage.retrieval import vector_ranking
-from storage.vector_cache import VectorCache, load_matrix
+from storage.vector_cache import VectorCache, VectorMatrix, load_matrix
 from storage.vector_files import VectorFiles
 from support.statements import recorded_statements
 from support.stored_notebooks import EMBEDDER, stored_notebook
@@ -34,12 +36,22 @@ def _notebook(db: Database) -> tuple[str, str]:
         return notebook_id, session.get(Notebook, notebook_id).active_revision_id
 
 
+def _pack(files: VectorFiles, revision_id: str) -> Path:
+    (pack,) = files.pack_folders(revision_id, EMBEDDER)
+    return pack
+
+
+def _loaded(files: VectorFiles, session: Session, revision_id: str) -> VectorMatrix:
+    (part,) = files.load(session, revision_id, EMBEDDER).parts
+    return part.matrix
+
+
 def _rankings(db: Database, notebook_id: str, files: VectorFiles, revision_id: str) -> list[list[int]]:
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
-        matrix = files.load(session, revision_id, EMBEDDER)
+        vectors = files.load(session, revision_id, EMBEDDER)
         members = set(notebooks.member_ids(session, notebook))
-        return [vector_ranking(matrix, EMBEDDER.embed([q])[0], members) for q in QUESTIONS]
+        return [vector_ranking(vectors, EMBEDDER.embed([q])[0], members) for q in QUESTIONS]
 
 
 def test_only_a_revision_above_the_threshold_gets_an_index(db: Database, tmp_path: Path) -> None:
@@ -48,11 +60,11 @@ def test_only_a_revision_above_the_threshold_gets_an_index(db: Database, tmp_pat
     with db.reader() as session:
         for files in (small, big):
             files.ensure(session, revision_id, EMBEDDER)
-    assert not (small.folder(revision_id, EMBEDDER) / vector_index.FILE).exists()
-    assert (big.folder(revision_id, EMBEDDER) / vector_index.FILE).is_file()
+    assert not (_pack(small, revision_id) / vector_index.FILE).exists()
+    assert (_pack(big, revision_id) / vector_index.FILE).is_file()
     with db.reader() as session:
-        assert small.load(session, revision_id, EMBEDDER).index is None
-        indexed = big.load(session, revision_id, EMBEDDER)
+        assert _loaded(small, session, revision_id).index is None
+        indexed = _loaded(big, session, revision_id)
     assert indexed.index is not None and len(indexed.index) == len(indexed.pks)
 
 
@@ -87,21 +99,21 @@ def test_an_unreadable_index_is_dropped_and_the_arrays_searched_exactly_until_it
     (~25 s at 1M chunks); the sweeper finds the revision wanting its index and has it built."""
     _, revision_id = _notebook(db)
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
-    folder = files.folder(revision_id, EMBEDDER)
     with db.reader() as session:
         files.ensure(session, revision_id, EMBEDDER)
         assert files.wanting(session, EMBEDDER) == []
+        folder = _pack(files, revision_id)
         arrays_written = (folder / "vectors.npy").stat().st_mtime_ns
         (folder / vector_index.FILE).write_bytes(b"torn")
         with recorded_statements(session) as statements:
-            served = files.load(session, revision_id, EMBEDDER)
+            served = _loaded(files, session, revision_id)
         assert statements == [] and (folder / "vectors.npy").stat().st_mtime_ns == arrays_written
         assert served.index is None and isinstance(served.vectors, np.memmap)
         assert np.array_equal(served.vectors, load_matrix(session, revision_id, EMBEDDER).vectors)
         assert not (folder / vector_index.FILE).exists()
         assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
-        assert files.load(session, revision_id, EMBEDDER).index is not None
+        assert _loaded(files, session, revision_id).index is not None
         assert files.wanting(session, EMBEDDER) == []
 
 
@@ -110,7 +122,7 @@ def test_a_restored_revision_wants_its_files_unless_they_are_being_written(db: D
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]  # a restore brings rows, not files
-        (tmp_path / "ann" / f".tmp-{files.folder(revision_id, EMBEDDER).name}-0123").mkdir(parents=True)
+        (files.packs / ".tmp-0123").mkdir(parents=True)  # a pack being written
         assert files.wanting(session, EMBEDDER) == []
         small = VectorFiles(tmp_path / "small", index_min_chunks=10**6)
         small.ensure(session, revision_id, EMBEDDER)
@@ -122,11 +134,12 @@ def test_an_indexed_matrix_weighs_its_index_not_its_float32_rows(db: Database, t
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
     with db.reader() as session:
         files.ensure(session, revision_id, EMBEDDER)
-        matrix = files.load(session, revision_id, EMBEDDER)
+        matrix = _loaded(files, session, revision_id)
         cache = VectorCache(matrix.nbytes, loader=files.load)
         cache.get(session, revision_id, EMBEDDER)
-    index_file = files.folder(revision_id, EMBEDDER) / vector_index.FILE
-    assert matrix.nbytes == matrix.pks.nbytes + matrix.codes.nbytes + index_file.stat().st_size
+    index_file = _pack(files, revision_id) / vector_index.FILE
+    assert matrix.versions is not None
+    assert matrix.nbytes == matrix.pks.nbytes + matrix.codes.nbytes + matrix.versions.nbytes + index_file.stat().st_size
     assert matrix.nbytes < matrix.vectors.nbytes and cache.cached_bytes == matrix.nbytes
 
 
@@ -150,12 +163,14 @@ def test_rows_an_index_proposes_are_read_without_mapping_the_float32_file(db: Da
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
     with db.reader() as session:
         files.ensure(session, revision_id, EMBEDDER)
-        matrix = files.load(session, revision_id, EMBEDDER)
+        vectors = files.load(session, revision_id, EMBEDDER)
+        (part,) = vectors.parts
+        matrix = part.matrix
         members = set(notebooks.member_ids(session, session.get(Notebook, notebook_id)))
         exact = load_matrix(session, revision_id, EMBEDDER)
     assert matrix.index is not None and isinstance(matrix.vectors, np.memmap)
     for question in QUESTIONS:
-        assert vector_ranking(matrix, EMBEDDER.embed([question])[0], members)
+        assert vector_ranking(vectors, EMBEDDER.embed([question])[0], members)
     positions = np.arange(0, len(matrix.pks), 7)
     assert np.array_equal(matrix.rows(positions), exact.vectors[positions])
     assert _resident_kib(matrix.vectors.ctypes.data) == 0
