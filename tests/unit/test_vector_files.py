@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage import notebooks
+from storage import lexical_index, notebooks
 from storage.db import Database
 from storage.models import Notebook, Revision
 from storage.retrieval import vector_ranking
 from storage.vector_cache import Part, RevisionVectors, VectorMatrix, load_matrix
-from storage.vector_files import REPLACED_GRACE, VectorFiles
+from storage.vector_files import MANIFEST, REPLACED_GRACE, VectorFiles
 from support.statements import recorded_statements
 from support.stored_notebooks import EMBEDDER, refresh, refresh_changing_nothing, stored_notebook
 
@@ -194,3 +194,20 @@ def test_a_pack_just_written_stays_until_its_revision_names_it(db: Database, tmp
     with db.reader() as session:
         assert files.delete_unreferenced(session) == 0
     assert (files.packs / "0123abcd").is_dir()
+
+
+def test_a_folder_of_the_previous_layout_is_written_again_as_packs(db: Database, tmp_path: Path) -> None:
+    """Before packs a revision's folder held its own arrays; the sweeper finds it wanting, and the
+    coordinator names packs there and deletes the arrays."""
+    _, revision_id, files = _written(db, tmp_path, "j")
+    folder = files.folder(revision_id, EMBEDDER)
+    (folder / MANIFEST).unlink()
+    for name in ("pks.npy", "codes.npy", "vectors.npy", "resources.json"):
+        (folder / name).write_bytes(b"the previous layout")
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+        assert files.wanting(session, EMBEDDER) == []
+        assert sorted(entry.name for entry in folder.iterdir()) == sorted([MANIFEST, lexical_index.FILE])
+        assert np.array_equal(_only(files.load(session, revision_id, EMBEDDER)).pks,
+                              load_matrix(session, revision_id, EMBEDDER).pks)
