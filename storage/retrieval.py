@@ -3,7 +3,7 @@
 The bm25 half ranks in the revision's own full-text file when the coordinator has written it
 (storage.lexical_index), else in the main table.
 
-Revisions are immutable, so a revision's vector matrix is cached per process (storage.vector_cache);
+Revisions are immutable, so a revision's vectors are cached per process (storage.vector_cache);
 current membership is applied on every query, so a removed resource's chunks vanish at once.
 """
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 A revision's vectors are one or more matrices (storage.vector_packs: a refresh shares the packs of
 the source versions it did not change), each with the rows the revision serves. Revisions are
-immutable, so a revision's vectors never go stale. The cache is bounded by what the
-vectors weigh, not by how many there are (eight 1M-chunk revisions would need 16 GB): the least
-recently used are evicted until the total fits, and a revision bigger than the whole budget is served
-without being kept. Concurrent requests for one cold revision load it once; the others wait for it.
+immutable, so a revision's vectors never go stale. The cache is bounded by what the vectors weigh,
+not by how many there are (eight 1M-chunk revisions would need 16 GB): the least recently used are
+evicted until the total fits, and a revision bigger than the whole budget is served without being
+kept. Concurrent requests for one cold revision load it once; the others wait for it.
 """
 from __future__ import annotations
 
