@@ -81,7 +81,7 @@ class Services:
         """One per process: its vector cache is shared by every request and bounded in bytes."""
         cache = VectorCache(self.settings.vector_cache_bytes, loader=self.vector_files.load)
         return Retriever(
-            self.embedder, cache, observe=SEARCH.observe, lexical_files=self.vector_files.lexical_file,
+            self.embedder, cache, observe=SEARCH.observe, lexical_files=self.vector_files.lexical_packs,
             between_phases=let_waiting_requests_run,
         )
 

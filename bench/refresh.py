@@ -15,9 +15,9 @@ docs/decisions/0011) and "copy" stores its chunks, FTS rows and vectors again, a
 did before. The last column is the database's size after the refreshes.
 
 The second table is what the coordinator writes after each activation (``ingest.write_vectors``):
-the revision's vectors ("packs": a pack of the changed sources' rows beside the packs it shares,
-storage.vector_packs; "whole": every row again, as before packs, measured by giving the same
-revision a folder with no earlier packs) and then its own full-text index, written whole either way.
+the revision's vectors, then their full-text index ("packs": a pack of the changed sources' rows
+beside the packs it shares, storage.vector_packs; "whole": every row again, as before packs,
+measured by giving the same revision a folder with no earlier packs).
 """
 from __future__ import annotations
 
@@ -125,14 +125,14 @@ def refresh(database: Path, notebook_id: str, changed: int, passage: Passage, nu
 def files_after_refreshes(
     database: Path, notebook_id: str, passage: Passage, refreshes: int, root: Path
 ) -> dict[str, list[tuple[float, int]]]:
-    """Seconds and rows of vectors written after each refresh of 1 changed source, with packs and
-    whole, interleaved; then ``(seconds, 0)`` of the full-text index, under "lexical"."""
+    """Seconds and rows written after each refresh of 1 changed source, with packs and whole,
+    interleaved: the vectors (``files.load``), then the full-text index (``files.ensure``)."""
     shared, embedder = VectorFiles(root / "shared"), HashingEmbedder()
     db = Database(database)
     with db.reader() as session:
         shared.ensure(session, session.get(Notebook, notebook_id).active_revision_id, embedder)
     db.dispose()
-    written: dict[str, list[tuple[float, int]]] = {"packs": [], "whole": [], "lexical": []}
+    written: dict[str, list[tuple[float, int]]] = {}
     for number in range(refreshes):
         refresh(database, notebook_id, 1, passage, 100 + number)
         db = Database(database)
@@ -142,10 +142,10 @@ def files_after_refreshes(
                 started = time.perf_counter()
                 vectors = files.load(session, revision_id, embedder)
                 newest = max(vectors.parts, key=lambda part: part.matrix.pks.max(initial=0))
-                written[name].append((time.perf_counter() - started, len(newest.matrix.pks)))
-            started = time.perf_counter()
-            shared.ensure(session, revision_id, embedder)
-            written["lexical"].append((time.perf_counter() - started, 0))
+                written.setdefault(f"vectors, {name}", []).append((time.perf_counter() - started, len(newest.matrix.pks)))
+                started = time.perf_counter()
+                files.ensure(session, revision_id, embedder)
+                written.setdefault(f"full-text index, {name}", []).append((time.perf_counter() - started, len(newest.matrix.pks)))
         db.dispose()
     return written
 
@@ -187,13 +187,12 @@ def main() -> None:
             revisions.share_chunks = carry["share"]  # type: ignore[assignment]
             written = files_after_refreshes(built, notebook_id, passage, args.refreshes, Path(tmp) / "vectors")
             files_rows.append((chunks, written))
-    print("\nThe coordinator's files after each refresh of 1 changed source: seconds (vector rows written)\n")
+    print("\nThe coordinator's files after each refresh of 1 changed source: seconds (rows written)\n")
     print("| chunks | written | " + " | ".join(f"refresh {n + 1}" for n in range(args.refreshes)) + " |")
     print("|---|---|" + "---|" * args.refreshes)
     for chunks, written in files_rows:
-        for name, label in (("packs", "vectors, packs"), ("whole", "vectors, whole"), ("lexical", "own full-text index")):
-            cells = " | ".join(f"{seconds:.2f}" + (f" ({rows})" if name != "lexical" else "") for seconds, rows in written[name])
-            print(f"| {chunks} | {label} | {cells} |")
+        for name, runs in written.items():
+            print(f"| {chunks} | {name} | " + " | ".join(f"{seconds:.2f} ({rows})" for seconds, rows in runs) + " |")
 
 
 if __name__ == "__main__":

@@ -244,20 +244,20 @@ def write_vector_files(database: Path, notebook_id: str, folder: Path, index: bo
 
 
 def write_lexical(database: Path, notebook_id: str, folder: Path) -> tuple[LexicalFiles, float, float]:
-    """Write the revision's own full-text index as the coordinator does; where searches find it,
-    the seconds it took and its size in MB."""
+    """Write the revision's full-text index as the coordinator does (its one pack's); where searches
+    find it, the seconds it took and its size in MB."""
     db = Database(database)
     embedder = HashingEmbedder()
-    files = VectorFiles(folder)
+    files = VectorFiles(folder, index_min_chunks=2**62)
     with db.reader() as session:
         revision_id = session.get(Notebook, notebook_id).active_revision_id
-        path = files.folder(revision_id, embedder) / lexical_index.FILE
-        path.parent.mkdir(parents=True)
+        files.load(session, revision_id, embedder)  # its vectors' pack, which the index goes beside
+        (pack,) = files.pack_folders(revision_id, embedder)
         started = time.perf_counter()
-        lexical_index.write(session, revision_id, path)
+        files.ensure(session, revision_id, embedder)
         seconds = time.perf_counter() - started
     db.dispose()
-    return files.lexical_file, seconds, path.stat().st_size / 2**20
+    return files.lexical_packs, seconds, (pack / lexical_index.FILE).stat().st_size / 2**20
 
 
 def lexical_row(database: Path, notebook_id: str, queries: list[str], folder: Path, size: int) -> str:

@@ -9,6 +9,10 @@ the terms are added in FTS5's order and every operation is FTS5's, in its order
 
 The lists come from FTS5's own index (its ``fts5vocab`` instances), so a word is exactly what FTS5
 says it is; phrases of several words are left to FTS5, which finds them from its positions.
+
+A revision's rows may lie in several files (storage.vector_packs), some rows of which it does not
+serve, so the statistics (rows, their average length, the rows holding a term) are the served rows'
+summed over the files, and each row's length is stored rather than its norm.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ K1, B = 1.2, 0.75  # FTS5's constants
 MIN_IDF = 1e-6  # what FTS5 gives a word found in more than half of the rows
 _SCHEMA = (
     "CREATE TABLE postings (term TEXT PRIMARY KEY, rows BLOB NOT NULL, hits BLOB NOT NULL) WITHOUT ROWID;"
-    "CREATE TABLE row_norms (norms BLOB NOT NULL);"
+    "CREATE TABLE row_lengths (lengths BLOB NOT NULL);"
 )
 # Each instance as one integer: its row, shifted, and the index of its column's weight.
 _INSTANCES = "SELECT term, group_concat(doc * {shift} + {column}) FROM temp.instances GROUP BY term"
@@ -34,7 +38,7 @@ def write_postings(connection: sqlite3.Connection, table: str, weights: Mapping[
 
     For each term: the rows holding it in a column of non-zero weight, ascending, and its hits
     there, each weighted by its column (whole numbers, so they are stored exactly). Then every
-    row's length norm, from all its columns, as FTS5 counts a row's length.
+    row's length, from all its columns, as FTS5 counts a row's length.
     """
     connection.executescript(_SCHEMA)
     connection.execute(f"CREATE VIRTUAL TABLE temp.instances USING fts5vocab(main, {table}, instance)")
@@ -47,7 +51,7 @@ def write_postings(connection: sqlite3.Connection, table: str, weights: Mapping[
         "INSERT INTO postings (term, rows, hits) VALUES (?, ?, ?)",
         _postings(connection.execute(_INSTANCES.format(shift=shift, column=column)), shift, by_index, lengths),
     )
-    connection.execute("INSERT INTO row_norms (norms) VALUES (?)", (length_norms(lengths).tobytes(),))
+    connection.execute("INSERT INTO row_lengths (lengths) VALUES (?)", (lengths.astype(np.int64).tobytes(),))
     connection.execute("DROP TABLE temp.instances")
 
 
@@ -76,16 +80,20 @@ def _postings(
         yield term, rows[starts].astype(np.int32).tobytes(), hits.astype(width).tobytes()
 
 
-def length_norms(lengths: np.ndarray) -> np.ndarray:
+def length_norms(lengths: np.ndarray, average: float) -> np.ndarray:
     """k1·(1 − b + b·|D| / avgdl) for every row, in FTS5's order of operations."""
-    average = float(lengths.sum()) / float(len(lengths)) if len(lengths) else 1.0
     return K1 * (1 - B + B * lengths.astype(np.float64) / average)
 
 
-def row_norms(connection: sqlite3.Connection) -> np.ndarray:
-    """The length norms ``write_postings`` stored, one per row."""
-    (data,) = connection.execute("SELECT norms FROM row_norms").fetchone()
-    return np.frombuffer(data, dtype=np.float64)
+def average_length(total: int, rows: int) -> float:
+    """avgdl as FTS5 computes it: all the rows' tokens over their count, in doubles."""
+    return float(total) / float(rows) if rows else 1.0
+
+
+def row_lengths(connection: sqlite3.Connection) -> np.ndarray:
+    """The lengths ``write_postings`` stored, one per row."""
+    (data,) = connection.execute("SELECT lengths FROM row_lengths").fetchone()
+    return np.frombuffer(data, dtype=np.int64)
 
 
 def idf(rows: int, matching: int) -> float:
@@ -94,12 +102,23 @@ def idf(rows: int, matching: int) -> float:
     return value if value > 0.0 else MIN_IDF
 
 
-def add_term(scores: np.ndarray, norms: np.ndarray, connection: sqlite3.Connection, term: str) -> None:
-    """Add one term's share of every row's bm25 to ``scores`` (a row without it adds nothing)."""
+def postings(connection: sqlite3.Connection, term: str) -> tuple[np.ndarray, np.ndarray]:
+    """The rows holding ``term`` in a weighted column, ascending, and its weighted hits there."""
     found = connection.execute("SELECT rows, hits FROM postings WHERE term = ?", (term,)).fetchone()
     if found is None:
-        return
+        return np.empty(0, dtype=np.int32), np.empty(0, dtype=np.float64)
     rows = np.frombuffer(found[0], dtype=np.int32)
-    hits = np.frombuffer(found[1], dtype=_WIDTHS[len(found[1]) // len(rows)]).astype(np.float64)
-    weight = idf(len(norms), len(rows))
-    scores[rows] += weight * ((hits * (K1 + 1.0)) / (hits + norms[rows]))
+    return rows, np.frombuffer(found[1], dtype=_WIDTHS[len(found[1]) // len(rows)]).astype(np.float64)
+
+
+def add(scores: np.ndarray, rows: np.ndarray, hits: np.ndarray, norms: np.ndarray, weight: float) -> None:
+    """Add a term's share of bm25 to the ``scores`` of the ``rows`` holding it ``hits`` times, whose
+    length ``norms`` these are, given its idf ``weight`` (a row without it adds nothing)."""
+    scores[rows] += weight * ((hits * (K1 + 1.0)) / (hits + norms))
+
+
+def hits_of(scores: np.ndarray, norms: np.ndarray, weight: float) -> np.ndarray:
+    """The weighted hits behind FTS5's bm25 ``scores`` of one phrase (positive), from the norms and
+    idf ``weight`` it used: ``s = w·f·(k1+1)/(f+n)`` solved for ``f``, which is a whole number, so
+    rounding gives it exactly."""
+    return np.rint(scores * norms / (weight * (K1 + 1.0) - scores))

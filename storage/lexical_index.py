@@ -1,26 +1,31 @@
-"""A revision's own full-text index: an FTS5 file beside its vector files.
+"""The full-text index of a pack of rows: an FTS5 file beside the pack's vectors, with posting lists.
 
 The main ``chunks_fts`` table holds every notebook's rows, so bm25 takes its statistics (how many
 rows hold a word, the average row length) from the whole instance, and a phrase's position lists
 are read instance-wide. A 10k-chunk notebook searched 2.9× slower inside an instance that also
-held 1M chunks, and another notebook's rows could reorder its near-equal hits. Once a revision is
-active, the coordinator writes the rows it serves into ``lexical-2.sqlite3`` in the revision's folder
-(storage.vector_files): the same tokenizer and columns as ``chunks_fts``, contentless (the text
-stays in the database), so a search there ranks exactly as the notebook would rank alone in its
-instance. Until the file exists (the seconds after activation, or after a restore) searches use
-the main table. The file is derived data like the vector files: written beside and renamed into
-place, never changed, deleted with its revision's folder, left out of backups.
+held 1M chunks, and another notebook's rows could reorder its near-equal hits. So the coordinator
+writes the rows of each pack of source versions (storage.vector_packs) into ``lexical-3.sqlite3``
+in the pack's folder: the same tokenizer and columns as ``chunks_fts``, contentless (the text stays
+in the database). A revision searches the packs its folder names (storage.vector_files), leaving
+out the rows of versions it no longer serves, with statistics summed over the rows it serves, so it
+ranks exactly as the notebook would rank alone in its instance, and a refresh indexes only the
+rows of what changed. Until every pack has its file (the seconds after activation, or after a
+restore) searches use the main table. The files are derived data like the vector files: written
+beside and renamed into place, never changed, deleted with their pack, left out of backups.
 
-The file also holds the rows' posting lists, from which words are ranked by numpy instead of by
-FTS5's per-row callback, with the same scores (storage.bm25); FTS5 still finds phrases. Its rows
-are numbered ``0..n-1`` in the order of their chunk ids, so a row's number is its position in the
-score array and ties still go to the lower chunk id, as FTS5's ``ORDER BY score, rowid`` did.
+Each file also holds the rows' posting lists, from which words are ranked by numpy instead of by
+FTS5's per-row callback, with the same scores (storage.bm25); FTS5 still finds phrases, and how
+often each row holds one is read back from FTS5's bm25 of it. Rows are numbered ``0..n-1`` in the
+order of their chunk ids, so ties still go to the lower chunk id, as FTS5's ``ORDER BY score,
+rowid`` did, within a pack and, by the merge, across packs.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterator, Sequence
+from contextlib import ExitStack, closing, contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -32,9 +37,9 @@ from storage import bm25, fts_tokens, top_k
 from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_columns
 
 # The file's layout, also in its name, so that a process of another version never reads it as its
-# own (format 1 kept chunk ids as rowids; an older process would read positions as chunk ids). A
-# file whose ``PRAGMA user_version`` says otherwise is treated as damaged and written again.
-FORMAT = 2
+# own (format 1 kept chunk ids as rowids; format 2, a revision's whole file, kept norms, not lengths).
+# A file whose ``PRAGMA user_version`` says otherwise is treated as damaged and written again.
+FORMAT = 3
 FILE = f"lexical-{FORMAT}.sqlite3"
 # Every format's name: format 1 was ``lexical.sqlite3``.
 _ANY_FORMAT = "lexical*.sqlite3"
@@ -51,28 +56,43 @@ WEIGHTS = {"revision_id": 0, **{name: int(weight) for name, weight in zip(("cont
 _SCHEMA = (
     f"CREATE VIRTUAL TABLE fts USING fts5(revision_id, context, text, content='', tokenize='{TOKENIZER}');"
     "CREATE TABLE rows (position INTEGER PRIMARY KEY, pk INTEGER NOT NULL, resource_id TEXT NOT NULL);"
+    "CREATE TABLE row_versions (codes BLOB NOT NULL, keys TEXT NOT NULL);"
+    "CREATE TEMP TABLE ordered (position INTEGER PRIMARY KEY, pk INTEGER, resource_id TEXT, version TEXT);"
 )
-_SERVED_ROWS = """
-    SELECT c.id, c.resource_id FROM served.chunks c
-    JOIN served.sources s ON s.chunks_revision_id = c.revision_id AND s.chunks_source_id = c.source_id
-    WHERE s.revision_id = ?
+# The chunks of the source versions given as a JSON list of ``<revision>/<source>`` keys.
+_VERSION_ROWS = """
+    SELECT c.id, c.resource_id, v.value FROM json_each(?) v JOIN served.chunks c
+    ON c.revision_id = substr(v.value, 1, instr(v.value, '/') - 1) AND c.source_id = substr(v.value, instr(v.value, '/') + 1)
 """
 _PHRASE = f"SELECT rowid, bm25(fts, {', '.join(f'{w:.1f}' for w in WEIGHTS.values())}) FROM fts WHERE fts MATCH ?"
 _ROWS = "SELECT position, pk, resource_id FROM rows WHERE position IN (SELECT value FROM json_each(?))"
 
 
+@dataclass(frozen=True)
+class Pack:
+    """A pack's full-text file, and the source versions of its rows that the searched revision
+    does not serve."""
+
+    path: Path
+    unserved: frozenset[str] = frozenset()
+
+
+class Unreadable(sqlite3.DatabaseError):
+    """The file at ``path`` is damaged, or was written by another version of this module: it is
+    removed and written again."""
+
+    def __init__(self, path: Path, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 def older_files(folder: Path) -> list[Path]:
-    """Files of other formats in a revision's folder, which no process of this version reads."""
+    """Files of other formats in a folder, which no process of this version reads."""
     return [path for path in folder.glob(_ANY_FORMAT) if path.name != FILE]
 
 
-class OtherFormat(sqlite3.DatabaseError):
-    """The file was written by another version of this module, or its lists cannot be read: it is
-    written again."""
-
-
-def write(session: Session, revision_id: str, path: Path) -> int:
-    """Write the index of the rows ``revision_id`` serves to ``path`` (a new file); their count.
+def write(session: Session, versions: Collection[str], path: Path) -> int:
+    """Write the index of the rows of the source ``versions`` to ``path`` (a new file); their count.
 
     The rows are copied inside SQLite (the database attached), not through Python; per 100k chunks
     FTS5 takes 5-8 s to tokenise them and the posting lists take about as long again.
@@ -84,19 +104,25 @@ def write(session: Session, revision_id: str, path: Path) -> int:
         connection.execute("PRAGMA busy_timeout=30000")
         connection.execute("ATTACH DATABASE ? AS served", (database,))
         with connection:
-            connection.execute("INSERT INTO rows (position, pk, resource_id) "
-                               f"SELECT row_number() OVER (ORDER BY id) - 1, id, resource_id FROM ({_SERVED_ROWS})",
-                               (revision_id,))
+            connection.execute("INSERT INTO ordered (position, pk, resource_id, version) "
+                               f"SELECT row_number() OVER (ORDER BY id) - 1, id, resource_id, value FROM ({_VERSION_ROWS})",
+                               (json.dumps(sorted(versions)),))
+            connection.execute("INSERT INTO rows (position, pk, resource_id) SELECT position, pk, resource_id FROM ordered")
             connection.execute("INSERT INTO fts (rowid, revision_id, context, text) "
                                "SELECT r.position, c.revision_id, c.context, c.text "
                                "FROM rows r JOIN served.chunks c ON c.id = r.pk ORDER BY r.position")
-            count = connection.execute("SELECT count(*) FROM rows").fetchone()[0]
+            keys, codes = np.unique(
+                [version for (version,) in connection.execute("SELECT version FROM ordered ORDER BY position")],
+                return_inverse=True)
+            connection.execute("INSERT INTO row_versions (codes, keys) VALUES (?, ?)",
+                               (codes.astype(np.int32).tobytes(), json.dumps(keys.tolist())))
+            count = len(codes)
         connection.execute("DETACH DATABASE served")
         connection.execute("INSERT INTO fts(fts) VALUES ('optimize')")  # one segment: fewer reads per word
         with connection:
-            bm25.write_postings(connection, "fts", WEIGHTS, int(count))
+            bm25.write_postings(connection, "fts", WEIGHTS, count)
             connection.execute(f"PRAGMA user_version = {FORMAT}")
-        return int(count)
+        return count
     finally:
         connection.close()
 
@@ -105,51 +131,122 @@ def unreadable(error: sqlite3.DatabaseError) -> bool:
     """Whether ``error`` says the file itself is damaged or not an index (so it should be written
     again), rather than that one query failed."""
     return (
-        isinstance(error, OtherFormat)
+        isinstance(error, Unreadable)
         or getattr(error, "sqlite_errorname", None) in _DAMAGED
         or "no such table" in str(error)
     )
 
 
-def candidates(path: Path, terms: list[str], limit: int, is_member: Callable[[str], bool]) -> list[Candidate]:
-    """The ``limit`` best rows of current members for the OR of ``terms`` (pipeline.fts_query) in
-    the file at ``path``, best first, scored as FTS5's bm25 scores them (``sqlite3.DatabaseError``
-    when it cannot be read)."""
-    connection = sqlite3.connect(f"file:{quote(str(path))}?mode=ro&immutable=1", uri=True)
+@contextmanager
+def _reading(path: Path) -> Iterator[None]:
+    """Report what shows ``path`` damaged as ``Unreadable``: SQLite's word for it, or lists that
+    SQLite found sound but that are not."""
     try:
-        (version,) = connection.execute("PRAGMA user_version").fetchone()
-        if version != FORMAT:
-            raise OtherFormat(f"{path.name} is of format {version}, not {FORMAT}")
-        try:
-            scores = _scores(connection, terms)
-        except (ValueError, TypeError, IndexError, KeyError) as err:  # lists SQLite found sound but are not
-            raise OtherFormat(f"{path.name} holds damaged posting lists: {err!r}") from err
-        matching = np.flatnonzero(scores)
+        yield
+    except Unreadable:
+        raise
+    except sqlite3.DatabaseError as err:
+        if unreadable(err):
+            raise Unreadable(path, f"{path.parent.name}/{path.name}: {err}") from err
+        raise
+    except (ValueError, TypeError, IndexError, KeyError) as err:
+        raise Unreadable(path, f"{path.parent.name}/{path.name} holds damaged lists: {err!r}") from err
+
+
+@dataclass
+class _Open:
+    """A pack's file opened for one search: its rows' lengths, and which of them are served."""
+
+    pack: Pack
+    connection: sqlite3.Connection
+    lengths: np.ndarray
+    served: np.ndarray | None
+
+    @classmethod
+    def of(cls, pack: Pack, stack: ExitStack) -> _Open:
+        connection = stack.enter_context(closing(
+            sqlite3.connect(f"file:{quote(str(pack.path))}?mode=ro&immutable=1", uri=True)))
+        with _reading(pack.path):
+            (version,) = connection.execute("PRAGMA user_version").fetchone()
+            if version != FORMAT:
+                raise Unreadable(pack.path, f"{pack.path.name} is of format {version}, not {FORMAT}")
+            lengths = bm25.row_lengths(connection)
+            served = None
+            if pack.unserved:
+                codes, keys = connection.execute("SELECT codes, keys FROM row_versions").fetchone()
+                unserved = [code for code, key in enumerate(json.loads(keys)) if key in pack.unserved]
+                served = ~np.isin(np.frombuffer(codes, dtype=np.int32), unserved)
+                if len(served) != len(lengths):
+                    raise ValueError("the rows' versions and lengths differ in number")
+        return cls(pack, connection, lengths, served)
+
+    @property
+    def served_lengths(self) -> np.ndarray:
+        return self.lengths if self.served is None else self.lengths[self.served]
+
+    def term(self, term: str, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
+        """The served rows holding ``term`` (FTS5's ``tokens`` of it) and their weighted hits."""
+        with _reading(self.pack.path):
+            if len(tokens) == 1:
+                rows, hits = bm25.postings(self.connection, tokens[0])
+            else:
+                rows, hits = self._phrase(term)
+            if self.served is None:
+                return rows, hits
+            kept = self.served[rows]
+            return rows[kept], hits[kept]
+
+    def _phrase(self, term: str) -> tuple[np.ndarray, np.ndarray]:
+        """A phrase's rows and hits, read back from FTS5's bm25 of it alone over this file, whose
+        statistics are the file's own."""
+        found = self.connection.execute(_PHRASE, (within_columns(as_match([term])),)).fetchall()
+        if not found:
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float64)
+        rows, shares = np.array(found).T
+        rows = rows.astype(np.int64)
+        norms = bm25.length_norms(self.lengths[rows], bm25.average_length(int(self.lengths.sum()), len(self.lengths)))
+        return rows, bm25.hits_of(-shares, norms, bm25.idf(len(self.lengths), len(rows)))
+
+    def rows(self, positions: np.ndarray) -> dict[int, tuple[int, str]]:
+        with _reading(self.pack.path):
+            return {position: (pk, resource_id) for position, pk, resource_id
+                    in self.connection.execute(_ROWS, (json.dumps(positions.tolist()),))}
+
+
+def candidates(packs: Sequence[Pack], terms: list[str], limit: int, is_member: Callable[[str], bool]) -> list[Candidate]:
+    """The ``limit`` best rows of current members for the OR of ``terms`` (pipeline.fts_query) in
+    the rows ``packs`` serve, best first, scored as FTS5's bm25 scores them over those rows alone
+    (``sqlite3.DatabaseError`` when a file cannot be read; ``Unreadable`` names a damaged one)."""
+    with ExitStack() as stack:
+        opened = [_Open.of(pack, stack) for pack in packs]
+        scores = _scores(opened, terms)
 
         def best(depth: int) -> list[tuple[int, float, bool]]:
-            positions = matching[top_k.best(scores[matching], depth)]
-            found = {position: (pk, resource_id) for position, pk, resource_id
-                     in connection.execute(_ROWS, (json.dumps(positions.tolist()),))}
-            return [(found[p][0], -float(scores[p]), is_member(found[p][1])) for p in positions.tolist()]
+            found = []
+            for pack, pack_scores in zip(opened, scores):
+                matching = np.flatnonzero(pack_scores)
+                positions = matching[top_k.best(pack_scores[matching], depth)]
+                rows = pack.rows(positions)
+                found += [(rows[p][0], -float(pack_scores[p]), is_member(rows[p][1])) for p in positions.tolist()]
+            return sorted(found, key=lambda candidate: (candidate[1], candidate[0]))[:depth]
 
         return best_of_members(best, limit)
-    finally:
-        connection.close()
 
 
-def _scores(connection: sqlite3.Connection, terms: list[str]) -> np.ndarray:
-    """Every row's bm25 for the OR of ``terms``, as a positive number (FTS5's, negated), 0 where
-    none matches: a term of one word from the posting lists, a phrase from FTS5's own bm25 of it
-    alone, which is exactly its share of the whole query's. Terms are added in order, as FTS5
-    adds them."""
-    norms = bm25.row_norms(connection)
-    scores = np.zeros(len(norms))
+def _scores(opened: list[_Open], terms: list[str]) -> list[np.ndarray]:
+    """Every row's bm25 for the OR of ``terms``, per pack, as a positive number (FTS5's, negated),
+    0 where none matches or the row is not served. The statistics are the served rows': their
+    count, their average length, and per term the served rows holding it. Terms are added in
+    order, as FTS5 adds them; a row's norm is computed where a term holds it (elementwise, so
+    the same bits as all of them at once)."""
+    served = sum(len(pack.served_lengths) for pack in opened)
+    average = bm25.average_length(sum(int(pack.served_lengths.sum()) for pack in opened), served)
+    scores = [np.zeros(len(pack.lengths)) for pack in opened]
     for term, tokens in zip(terms, fts_tokens.tokens(terms, TOKENIZER), strict=True):
-        if len(tokens) == 1:
-            bm25.add_term(scores, norms, connection, tokens[0])
-        elif tokens:
-            found = connection.execute(_PHRASE, (within_columns(as_match([term])),)).fetchall()
-            if found:
-                rows, shares = np.array(found).T
-                scores[rows.astype(np.int64)] -= shares
+        if not tokens:
+            continue
+        found = [pack.term(term, tokens) for pack in opened]
+        weight = bm25.idf(served, sum(len(rows) for rows, _ in found))
+        for pack, pack_scores, (rows, hits) in zip(opened, scores, found):
+            bm25.add(pack_scores, rows, hits, bm25.length_norms(pack.lengths[rows], average), weight)
     return scores

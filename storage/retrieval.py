@@ -13,7 +13,6 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from sqlalchemy.orm import Session
@@ -85,8 +84,8 @@ def _best(matrix: VectorMatrix, rows: np.ndarray, scores: np.ndarray) -> tuple[n
     return matrix.pks[rows[best]], scores[best]
 
 
-# Where a revision's own full-text index is, once written (storage.vector_files.lexical_file).
-LexicalFiles = Callable[[str, Embedder], Path | None]
+# Where the full-text indexes of a revision's packs are, once written (storage.vector_files.lexical_packs).
+LexicalFiles = Callable[[str, Embedder], list[lexical_index.Pack] | None]
 
 
 class Retriever:
@@ -140,15 +139,15 @@ class Retriever:
         self, session: Session, notebook: Notebook, revision_id: str, terms: list[str], members: set[str]
     ) -> list[evidence.Candidate]:
         """The revision's best ``CANDIDATES`` for the OR of ``terms`` (pipeline.fts_query): from its
-        own index when it has one (statistics of its rows only), else from the main table, which
-        also answers when the file fails. A damaged file is removed, so that the sweeper has the
+        packs' indexes when they have them (statistics of its rows only), else from the main table,
+        which also answers when a file fails. A damaged file is removed, so that the sweeper has the
         coordinator write it again."""
-        path = self.lexical_files(revision_id, self.embedder)
-        if path is not None:
+        packs = self.lexical_files(revision_id, self.embedder)
+        if packs is not None:
             try:
-                return lexical_index.candidates(path, terms, CANDIDATES, members.__contains__)
+                return lexical_index.candidates(packs, terms, CANDIDATES, members.__contains__)
             except sqlite3.DatabaseError as err:
                 log.warning("searching revision %s in the main index: its own failed: %s", revision_id, err)
-                if lexical_index.unreadable(err):
-                    path.unlink(missing_ok=True)
+                if isinstance(err, lexical_index.Unreadable):
+                    err.path.unlink(missing_ok=True)
         return evidence.fts_candidates(session, notebook, revision_id, as_match(terms), CANDIDATES)

@@ -10,9 +10,9 @@ cache eviction costs opening files, not a scan of the table (24 s at 1M chunks f
 Revisions and packs are immutable, so a file never goes stale; the sweeper deletes the folders of
 deleted revisions and of revisions another one replaced as active (``REPLACED_GRACE``), then the
 packs no folder names. The files are derived data: backups leave them out, and the sweeper has the
-coordinator write those of active revisions again (``wanting``). A pack of ``index_min_chunks`` or
-more rows also gets its approximate index (storage.vector_index), and every revision its own
-full-text index (storage.lexical_index), both built by the coordinator only.
+coordinator write those of active revisions again (``wanting``). Every pack also gets its full-text
+index (storage.lexical_index), and a pack of ``index_min_chunks`` or more rows its approximate
+index (storage.vector_index), both built by the coordinator only.
 """
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ class VectorFiles:
             return RevisionVectors((Part(load_matrix(session, revision_id, embedder)),))
 
     def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
-        """Write the revision's files unless they exist: its packs, its own full-text index
+        """Write the revision's files unless they exist: its packs, each pack's full-text index
         (storage.lexical_index), and the approximate index of each pack big enough (the
         coordinator, once a revision is active: these take ~10 s per 100k chunks, which no search
         should wait for)."""
@@ -97,11 +97,11 @@ class VectorFiles:
             except OSError as err:
                 log.warning("could not keep the vector files of %s: %s", folder.name, err)
                 return
-        lexical = folder / lexical_index.FILE
-        if not lexical.is_file():
-            self._write_beside(lexical, lambda partial: lexical_index.write(session, revision_id, partial))
         for older in [*lexical_index.older_files(folder), *(folder / name for name in _FORMER)]:
             older.unlink(missing_ok=True)
+        for pack in self._without_text_index(folder):
+            keys = vector_packs.summary(pack).rows.keys()
+            self._write_beside(pack / lexical_index.FILE, lambda partial: lexical_index.write(session, keys, partial))
         for pack in self._unindexed(folder):
             vectors = np.load(pack / "vectors.npy", mmap_mode="r", allow_pickle=False)
             self._write_beside(pack / vector_index.FILE, lambda partial: vector_index.build(vectors, partial))
@@ -110,10 +110,16 @@ class VectorFiles:
         """The packs the revision reads, as its folder names them."""
         return [self.packs / entry["id"] for entry in self._manifest(self.folder(revision_id, embedder))]
 
-    def lexical_file(self, revision_id: str, embedder: Embedder) -> Path | None:
-        """The revision's own full-text index, once the coordinator has written it."""
-        path = self.folder(revision_id, embedder) / lexical_index.FILE
-        return path if path.is_file() else None
+    def lexical_packs(self, revision_id: str, embedder: Embedder) -> list[lexical_index.Pack] | None:
+        """The full-text indexes of the revision's packs, with the versions it does not serve,
+        once the coordinator has written every one (``None`` until then)."""
+        try:
+            entries = self._manifest(self.folder(revision_id, embedder))
+        except (OSError, ValueError, KeyError):
+            return None
+        packs = [lexical_index.Pack(self.packs / entry["id"] / lexical_index.FILE, frozenset(entry["unserved"]))
+                 for entry in entries]
+        return packs if all(pack.path.is_file() for pack in packs) else None
 
     def _read(self, folder: Path) -> RevisionVectors:
         parts = []
@@ -167,14 +173,20 @@ class VectorFiles:
                 continue
         return []
 
-    def _unindexed(self, folder: Path) -> list[Path]:
-        """The revision's packs big enough for an approximate index that have none."""
+    def _named(self, folder: Path) -> list[Path]:
         try:
-            packs = [self.packs / entry["id"] for entry in self._manifest(folder)]
+            return [self.packs / entry["id"] for entry in self._manifest(folder)]
         except (OSError, ValueError, KeyError):
             return []
-        return [pack for pack in packs if not (pack / vector_index.FILE).is_file()
+
+    def _unindexed(self, folder: Path) -> list[Path]:
+        """The revision's packs big enough for an approximate index that have none."""
+        return [pack for pack in self._named(folder) if not (pack / vector_index.FILE).is_file()
                 and vector_packs.rows(pack) >= self.index_min_chunks]
+
+    def _without_text_index(self, folder: Path) -> list[Path]:
+        """The revision's packs that have no full-text index (of this format)."""
+        return [pack for pack in self._named(folder) if pack.is_dir() and not (pack / lexical_index.FILE).is_file()]
 
     @staticmethod
     def _write_beside(path: Path, write: Callable[[Path], object]) -> None:
@@ -196,9 +208,10 @@ class VectorFiles:
         wanting = []
         for revision_id in active:
             folder = self.folder(revision_id, embedder)
-            if (folder.is_dir() and self._fresh(folder)) or writing:
+            if writing or (folder.is_dir() and self._fresh(folder)) or any(
+                    self._fresh(pack) for pack in self._named(folder) if pack.is_dir()):
                 continue
-            if not (folder / MANIFEST).is_file() or not (folder / lexical_index.FILE).is_file() or self._unindexed(folder):
+            if not (folder / MANIFEST).is_file() or self._without_text_index(folder) or self._unindexed(folder):
                 wanting.append(revision_id)
         return wanting
 

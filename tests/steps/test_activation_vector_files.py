@@ -32,16 +32,17 @@ def test_activation_writes_the_files_searches_use_and_deletion_sweeps_them(
     folder = svc.vector_files.folder(revision_id, svc.embedder)
     # The activation writes them just after the job ends succeeded, before anything searches.
     wait_for(lambda: (folder / MANIFEST).is_file(), "the activated revision's vector files")
-    wait_for(lambda: (folder / lexical_index.FILE).is_file(), "the activated revision's own full-text index")
     (pack,) = svc.vector_files.pack_folders(revision_id, svc.embedder)
+    wait_for(lambda: (pack / lexical_index.FILE).is_file(), "the activated revision's own full-text index")
     assert (pack / "vectors.npy").is_file()
 
     searched_in: list[Path] = []
     candidates = lexical_index.candidates
-    monkeypatch.setattr(lexical_index, "candidates", lambda path, *args: searched_in.append(path) or candidates(path, *args))
+    monkeypatch.setattr(lexical_index, "candidates",
+                        lambda packs, *args: searched_in.extend(p.path for p in packs) or candidates(packs, *args))
     response = instance.call("GET", f"/api/notebooks/{notebook_id}/search", query_string={"q": "notice and takedown"})
     assert response.status_code == 200 and response.json["results"]
-    assert searched_in == [folder / lexical_index.FILE]
+    assert searched_in == [pack / lexical_index.FILE]
 
     assert instance.call("DELETE", f"/api/notebooks/{notebook_id}").status_code in (200, 204)
     instance.celery.tasks["sweep_jobs"]()
@@ -58,10 +59,12 @@ def test_the_sweeper_has_missing_files_written_again(launch: Callable[..., Insta
     notebook_id, job = ingest(instance)
     assert job.state == "succeeded", job.error
     svc = instance.app.extensions["gnosi"]
-    folder = svc.vector_files.folder(instance.notebook(notebook_id).active_revision_id, svc.embedder)
+    revision_id = instance.notebook(notebook_id).active_revision_id
+    folder = svc.vector_files.folder(revision_id, svc.embedder)
     wait_for(lambda: (folder / MANIFEST).is_file(), "the activated revision's vector files")
     shutil.rmtree(folder)
     shutil.rmtree(svc.vector_files.packs)
     instance.celery.tasks["sweep_jobs"]()
     wait_for(lambda: (folder / MANIFEST).is_file(), "the vector files written again by the coordinator")
-    wait_for(lambda: (folder / lexical_index.FILE).is_file(), "and the revision's own full-text index")
+    wait_for(lambda: svc.vector_files.lexical_packs(revision_id, svc.embedder) is not None,
+             "and the revision's own full-text index")

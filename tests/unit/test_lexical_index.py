@@ -1,12 +1,14 @@
-"""A revision's own full-text index (storage.lexical_index): written by the coordinator beside the
-vector files, it ranks a notebook exactly as the main table ranks it alone in its instance, and
-another notebook's rows change nothing. Real corpus PDFs (support.stored_notebooks)."""
+"""A revision's own full-text index (storage.lexical_index), one file per pack of its rows: written by
+the coordinator beside the packs' vectors, it ranks a notebook exactly as the main table ranks it
+alone in its instance, and another notebook's rows change nothing. Real corpus PDFs
+(support.stored_notebooks)."""
 from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
 
 import pytest
+from sqlalchemy import select
 
 from pipeline.fts_query import match_terms
 from storage import lexical_index, notebooks, revisions
@@ -16,7 +18,7 @@ from storage.models import Chunk, Notebook
 from storage.retrieval import CANDIDATES, Retriever
 from storage.vector_cache import VectorCache
 from storage.vector_files import VectorFiles
-from support.stored_notebooks import EMBEDDER, stored_notebook
+from support.stored_notebooks import EMBEDDER, refresh, stored_notebook
 from test_search_scope import QUESTIONS as SCOPE_QUESTIONS
 
 # The scope test's questions, and one whose two words are common in the DMCA summary.
@@ -40,9 +42,18 @@ def _written(db: Database, tmp_path: Path, user: str) -> tuple[VectorFiles, str,
     files = VectorFiles(tmp_path / "vectors")
     notebook_id = stored_notebook(db, user, ("dmca.pdf",))
     revision_id = _ensure(db, notebook_id, files)
-    path = files.lexical_file(revision_id, EMBEDDER)
+    path = _file(files, revision_id)
     assert path is not None
     return files, notebook_id, revision_id, path
+
+
+def _file(files: VectorFiles, revision_id: str) -> Path | None:
+    """The full-text index of the revision's one pack, once written."""
+    packs = files.lexical_packs(revision_id, EMBEDDER)
+    if packs is None:
+        return None
+    (pack,) = packs
+    return pack.path
 
 
 def _ensure(db: Database, notebook_id: str, files: VectorFiles) -> str:
@@ -84,7 +95,7 @@ def test_posting_lists_score_every_corner_exactly_as_fts5(db: Database, tmp_path
     notebook_id = stored_notebook(db, "corners", tuple(CORNERS), contents)
     files = VectorFiles(tmp_path / "vectors")
     revision_id = _ensure(db, notebook_id, files)
-    path = files.lexical_file(revision_id, EMBEDDER)
+    path = _file(files, revision_id)
     assert path is not None
     with sqlite3.connect(path) as connection:
         widths = {4 * len(hits) // len(rows) for rows, hits in connection.execute("SELECT rows, hits FROM postings")}
@@ -99,7 +110,7 @@ def test_posting_lists_score_every_corner_exactly_as_fts5(db: Database, tmp_path
 
 def _candidates(db: Database, notebook_id: str, question: str, files: VectorFiles | None) -> list[tuple[int, float]]:
     assert match_terms(question)
-    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_file if files else lambda r, e: None)
+    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_packs if files else lambda r, e: None)
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None and notebook.active_revision_id is not None
@@ -122,18 +133,18 @@ def test_another_notebooks_rows_change_nothing_in_a_revisions_own_index(db: Data
 def test_the_file_reaches_past_a_removed_resource_and_never_returns_its_rows(db: Database, tmp_path: Path) -> None:
     files = VectorFiles(tmp_path / "vectors")
     notebook_id = stored_notebook(db, "removing", ("dmca.pdf", "tracemonkey.pdf"))
-    path = files.lexical_file(_ensure(db, notebook_id, files), EMBEDDER)
+    path = _file(files, _ensure(db, notebook_id, files))
     assert path is not None
     terms = match_terms("copyright protection of online service providers")
     with db.session() as session:
-        before = lexical_index.candidates(path, terms, 5, {"dmca.pdf", "tracemonkey.pdf"}.__contains__)
+        before = lexical_index.candidates([lexical_index.Pack(path)], terms, 5, {"dmca.pdf", "tracemonkey.pdf"}.__contains__)
         assert {session.get(Chunk, pk).resource_id for pk, _ in before} == {"dmca.pdf"}
         notebooks.remove_resource(session, session.get(Notebook, notebook_id), "dmca.pdf")
     after = _search(db, notebook_id, files)
     with db.reader() as session:
         resources = {session.get(Chunk, pk).resource_id for ranking in after for pk, _ in ranking}
     assert resources == {"tracemonkey.pdf"}
-    deeper = lexical_index.candidates(path, terms, 5, {"tracemonkey.pdf"}.__contains__)
+    deeper = lexical_index.candidates([lexical_index.Pack(path)], terms, 5, {"tracemonkey.pdf"}.__contains__)
     assert len(deeper) == 5
 
 
@@ -145,12 +156,12 @@ def test_an_unreadable_file_is_removed_the_main_table_answers_and_the_sweeper_wa
     revision_id = _ensure(db, notebook_id, files)
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == []
-    path = files.lexical_file(revision_id, EMBEDDER)
+    path = _file(files, revision_id)
     assert path is not None
     expected = _search(db, notebook_id, None)
     path.write_bytes(b"torn" * 1024)
     assert _search(db, notebook_id, files) == expected
-    assert files.lexical_file(revision_id, EMBEDDER) is None
+    assert _file(files, revision_id) is None
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
@@ -179,11 +190,11 @@ def test_only_a_damaged_file_is_removed(db: Database, tmp_path: Path, monkeypatc
     with monkeypatch.context() as patched:
         patched.setattr(lexical_index, "candidates", busy)
         assert _search(db, notebook_id, files) == expected
-    assert files.lexical_file(revision_id, EMBEDDER) == path
+    assert _file(files, revision_id) == path
     path.unlink()
     sqlite3.connect(path).close()  # a database without the index's tables
     assert _search(db, notebook_id, files) == expected
-    assert files.lexical_file(revision_id, EMBEDDER) is None
+    assert _file(files, revision_id) is None
 
 
 def test_a_file_of_another_format_is_written_again(db: Database, tmp_path: Path) -> None:
@@ -192,31 +203,60 @@ def test_a_file_of_another_format_is_written_again(db: Database, tmp_path: Path)
     with sqlite3.connect(path) as connection:
         connection.execute(f"PRAGMA user_version = {lexical_index.FORMAT - 1}")
     assert _search(db, notebook_id, files) == expected, "the main table answers meanwhile"
-    assert files.lexical_file(revision_id, EMBEDDER) is None
+    assert _file(files, revision_id) is None
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
-    assert files.lexical_file(revision_id, EMBEDDER) is not None
+    assert _file(files, revision_id) is not None
     assert _search(db, notebook_id, files) == expected
 
 
 def test_files_of_older_formats_are_removed_once_the_current_one_is_written(db: Database, tmp_path: Path) -> None:
-    """An older code's file has another name (the format is in it): nothing reads it any more, and
-    at 1M chunks it holds ~500 MB."""
-    files, notebook_id, revision_id, path = _written(db, tmp_path, "leftover")
-    older = path.with_name("lexical.sqlite3")
-    path.rename(older)
+    """An older code's file has another name (the format is in it) and lay in the revision's folder:
+    nothing reads it any more, and at 1M chunks it holds ~500 MB."""
+    files, _, revision_id, path = _written(db, tmp_path, "leftover")
+    older = [files.folder(revision_id, EMBEDDER) / name for name in ("lexical.sqlite3", "lexical-2.sqlite3")]
+    for file in older:
+        file.write_bytes(b"an older format")
+    path.unlink()
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
-    assert files.lexical_file(revision_id, EMBEDDER) == path
-    assert not older.exists()
+    assert _file(files, revision_id) == path
+    assert not any(file.exists() for file in older)
 
 
 def test_posting_lists_sqlite_finds_sound_but_that_cannot_be_read_count_as_damaged(db: Database, tmp_path: Path) -> None:
     files, notebook_id, revision_id, path = _written(db, tmp_path, "damaged")
     expected = _search(db, notebook_id, files)
     with sqlite3.connect(path) as connection:
-        connection.execute("UPDATE row_norms SET norms = zeroblob(12)")  # not a whole number of float64s
+        connection.execute("UPDATE row_lengths SET lengths = zeroblob(12)")  # not a whole number of int64s
     assert _search(db, notebook_id, files) == expected
-    assert files.lexical_file(revision_id, EMBEDDER) is None
+    assert _file(files, revision_id) is None
+
+
+def test_a_refreshed_revisions_packs_rank_to_the_bit_as_one_file_of_its_rows(db: Database, tmp_path: Path) -> None:
+    """After a refresh the revision reads its first pack, less the changed source's old rows, and a
+    pack of the new ones: with statistics summed over the rows it serves, rows, order and scores are
+    those of one file of exactly those rows, and the old rows never come back."""
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, "refreshed", ("dmca.pdf", "tracemonkey.pdf", "federal-register-2020-17221.pdf"))
+    _ensure(db, notebook_id, files)
+    refresh(db, notebook_id, {"federal-register-2020-17221.pdf": "GeoTopo-komprimiert.pdf"})
+    revision_id = _ensure(db, notebook_id, files)
+    packs = files.lexical_packs(revision_id, EMBEDDER)
+    assert packs is not None and [len(pack.unserved) for pack in packs] == [1, 0]
+    whole = VectorFiles(tmp_path / "whole")  # no earlier packs to share: one pack of the revision's rows
+    _ensure(db, notebook_id, whole)
+    assert _file(whole, revision_id) is not None
+    questions = (*QUESTIONS, "Federal Register notice of the Department", "Geotopologie Komprimierung", "trace tree")
+    for question in questions:
+        by_packs = _candidates(db, notebook_id, question, files)
+        assert by_packs == _candidates(db, notebook_id, question, whole), question
+    with db.reader() as session:
+        resources = {session.get(Chunk, pk).resource_id for question in questions
+                     for pk, _ in _candidates(db, notebook_id, question, files)}
+        old = {pk for pk, in session.execute(select(Chunk.id).where(Chunk.revision_id != revision_id,
+                                                                   Chunk.resource_id == "federal-register-2020-17221.pdf"))}
+    assert "federal-register-2020-17221.pdf" in resources  # the new content, under the same resource
+    assert old and not old & {pk for question in questions for pk, _ in _candidates(db, notebook_id, question, files)}

@@ -76,14 +76,14 @@ def test_every_question_finds_the_same_top_10_before_and_after_the_index_changes
         first = session.get(Notebook, notebook_id).active_revision_id
         assert set(notebooks.member_ids(session, session.get(Notebook, notebook_id))) == set(contents)
     files = VectorFiles(tmp_path / "vectors")
-    from_files = Retriever(EMBEDDER, VectorCache(UNBOUNDED, loader=files.load), lexical_files=files.lexical_file)
+    from_files = Retriever(EMBEDDER, VectorCache(UNBOUNDED, loader=files.load), lexical_files=files.lexical_packs)
 
     before = _top(db, Retriever(EMBEDDER, VectorCache(UNBOUNDED)), notebook_id, first, questions)
     shared = refresh_changing_nothing(db, notebook_id)
     with db.reader() as session:
         for revision_id in (first, shared):
             files.ensure(session, revision_id, EMBEDDER)
-            assert files.lexical_file(revision_id, EMBEDDER) is not None
+            assert files.lexical_packs(revision_id, EMBEDDER) is not None
 
     assert sum(map(len, before)) == TOP * len(questions), "a question found fewer than 10 chunks"
     assert _top(db, from_files, notebook_id, first, questions) == before

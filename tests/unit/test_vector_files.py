@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage import lexical_index, notebooks
+from storage import notebooks
 from storage.db import Database
 from storage.models import Notebook, Revision
 from storage.retrieval import vector_ranking
@@ -101,9 +101,9 @@ def test_a_replaced_revisions_files_stay_for_the_grace_then_go_and_a_late_search
         files.ensure(session, active, EMBEDDER)
         activated = session.get(Revision, active).completed_at
         assert files.delete_unreferenced(session, activated + REPLACED_GRACE) == 0
-        assert files.lexical_file(replaced, EMBEDDER) is not None
+        assert files.lexical_packs(replaced, EMBEDDER) is not None
         assert files.delete_unreferenced(session, activated + REPLACED_GRACE + timedelta(seconds=1)) == 1
-        assert not files.folder(replaced, EMBEDDER).exists() and files.lexical_file(active, EMBEDDER) is not None
+        assert not files.folder(replaced, EMBEDDER).exists() and files.lexical_packs(active, EMBEDDER) is not None
         late = _only(files.load(session, replaced, EMBEDDER))
         assert np.array_equal(late.vectors, load_matrix(session, replaced, EMBEDDER).vectors)
 
@@ -202,12 +202,13 @@ def test_a_folder_of_the_previous_layout_is_written_again_as_packs(db: Database,
     _, revision_id, files = _written(db, tmp_path, "j")
     folder = files.folder(revision_id, EMBEDDER)
     (folder / MANIFEST).unlink()
-    for name in ("pks.npy", "codes.npy", "vectors.npy", "resources.json"):
+    for name in ("pks.npy", "codes.npy", "vectors.npy", "resources.json", "lexical-2.sqlite3"):
         (folder / name).write_bytes(b"the previous layout")
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]
         files.ensure(session, revision_id, EMBEDDER)
         assert files.wanting(session, EMBEDDER) == []
-        assert sorted(entry.name for entry in folder.iterdir()) == sorted([MANIFEST, lexical_index.FILE])
+        assert [entry.name for entry in folder.iterdir()] == [MANIFEST]
+        assert files.lexical_packs(revision_id, EMBEDDER) is not None
         assert np.array_equal(_only(files.load(session, revision_id, EMBEDDER)).pks,
                               load_matrix(session, revision_id, EMBEDDER).pks)
