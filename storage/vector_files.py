@@ -130,8 +130,9 @@ class VectorFiles:
             except (OSError, ValueError, KeyError):
                 shutil.rmtree(pack, ignore_errors=True)  # so that no revision plans to keep it
                 raise
-            unserved = {code for code, key in enumerate(matrix.version_keys) if key in set(entry["unserved"])}
-            served = ~np.isin(matrix.versions, list(unserved)) if unserved else None
+            unserved_keys = set(entry["unserved"])
+            unserved = [code for code, key in enumerate(matrix.version_keys) if key in unserved_keys]
+            served = ~np.isin(matrix.versions, unserved) if unserved else None
             parts.append(Part(matrix, served))
         return RevisionVectors(tuple(parts))
 
