@@ -1,10 +1,11 @@
-"""Packs: immutable vector files that every revision serving their source versions shares.
+"""Packs: immutable index files that every revision serving their source versions shares.
 
 A revision serves a set of source versions (docs/decisions/0011), and a refresh changes few of
-them. Writing each revision's vectors whole again cost a refresh of a 1M-chunk notebook ~25 s of
-reading rows and ~220 s of building its approximate index, for vectors it already had. So vectors
-are kept in packs, ``LOCAL_DATA/system/vectors/_packs/<id>/``: a matrix of the rows of some source
-versions (each row says which), with its approximate index when it is big enough. A revision's
+them. Writing each revision's files whole again cost a refresh of a 1M-chunk notebook ~25 s of
+reading vectors, ~220 s of building its approximate index and ~70 s of full-text index, for rows
+it had already indexed. So they are kept in packs, ``LOCAL_DATA/system/vectors/_packs/<id>/``: a
+matrix of the rows of some source versions (each row says which), their full-text index
+(storage.lexical_index), and their approximate index when it is big enough. A revision's
 folder names the packs it reads and the versions of theirs it no longer serves
 (storage.vector_files); a refresh writes one pack of what changed, as Lucene writes a segment.
 
