@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from pipeline.catalogue import (
+    AttachmentResolver,
     Catalogue,
     Record,
     find_table,
@@ -280,6 +281,28 @@ def test_resolve_attachment_refuses_symlinks_leaving_the_vault(tmp_path: Path) -
             resolve_attachment(vault, value)
         assert error.value.code == "PATH_OUTSIDE_VAULT", value
     assert resolve_attachment(vault, "papers/alias.pdf") == (vault / "papers" / "inside.pdf").resolve()
+
+
+def test_one_resolver_remembers_folders_but_never_a_link_out(tmp_path: Path) -> None:
+    """A resolver looks up each folder's real location once: the files of a folder reached through
+    a link resolve as ``os.path.realpath`` says, and a link among them, or a folder link out of the
+    vault, is refused however many files of the folder came before."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.pdf").write_bytes(b"secret")
+    vault = tmp_path / "vault"
+    (vault / "real").mkdir(parents=True)
+    for name in ("a.pdf", "b.pdf"):
+        (vault / "real" / name).write_bytes(b"inside")
+    (vault / "alias").symlink_to(vault / "real", target_is_directory=True)
+    (vault / "real" / "leak.pdf").symlink_to(tmp_path / "outside" / "secret.pdf")
+    (vault / "out").symlink_to(tmp_path / "outside", target_is_directory=True)
+    resolver = AttachmentResolver(vault)
+    for value in ("alias/a.pdf", "real/b.pdf", "alias/b.pdf", "real/../alias/a.pdf"):
+        assert str(resolver.resolve(value)) == os.path.realpath(vault / value), value
+    for value in ("alias/leak.pdf", "real/leak.pdf", "out/secret.pdf"):
+        with pytest.raises(PipelineError) as error:
+            resolver.resolve(value)
+        assert error.value.code == "PATH_OUTSIDE_VAULT", value
 
 
 def test_resolve_attachment_missing_directory_and_loop(tmp_path: Path) -> None:
