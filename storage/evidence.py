@@ -118,7 +118,7 @@ def fts_candidates(
     weights: tuple[float, float] = COLUMN_WEIGHTS,
 ) -> list[Candidate]:
     """The ``limit`` best chunks of current members for ``match``, best first, ranked by the main
-    table (storage.lexical_index ranks inside a revision's own file once it has one)."""
+    table (storage.lexical_index ranks in the revision's packs once they have their indexes)."""
     storing = storing_revisions(session, revision_id)
     if not storing:
         return []

@@ -1,6 +1,6 @@
 """What FTS5 makes of a query's terms, asked of FTS5 itself.
 
-The posting lists of a revision's own index (storage.lexical_index) are keyed by FTS5's tokens:
+The posting lists of a pack's full-text index (storage.lexical_index) are keyed by FTS5's tokens:
 stemmed, case- and accent-folded, split where its tokenizer splits. A term is looked up there only
 as FTS5 would read it, so it is tokenized by the same tokenizer, on a table in memory, rather than
 by a copy of its rules in Python that could drift from them.

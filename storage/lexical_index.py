@@ -191,6 +191,8 @@ class _Open:
                 rows, hits = bm25.postings(self.connection, tokens[0])
             else:
                 rows, hits = self._phrase(term)
+            if len(rows) and (rows.min() < 0 or rows.max() >= len(self.lengths)):
+                raise ValueError(f"a list of {term!r} names rows beyond the file's {len(self.lengths)}")
             if self.served is None:
                 return rows, hits
             kept = self.served[rows]
@@ -207,10 +209,15 @@ class _Open:
         norms = bm25.length_norms(self.lengths[rows], bm25.average_length(int(self.lengths.sum()), len(self.lengths)))
         return rows, bm25.hits_of(-shares, norms, bm25.idf(len(self.lengths), len(rows)))
 
-    def rows(self, positions: np.ndarray) -> dict[int, tuple[int, str]]:
+    def best(self, scores: np.ndarray, depth: int, is_member: Callable[[str], bool]) -> list[tuple[int, float, bool]]:
+        """The ``depth`` best-scoring rows of ``scores`` (this file's): each one's chunk id, FTS5's
+        score (negative), and whether a current member's."""
+        matching = np.flatnonzero(scores)
+        positions = matching[top_k.best(scores[matching], depth)].tolist()
         with _reading(self.pack.path):
-            return {position: (pk, resource_id) for position, pk, resource_id
-                    in self.connection.execute(_ROWS, (json.dumps(positions.tolist()),))}
+            rows = {position: (pk, resource_id) for position, pk, resource_id
+                    in self.connection.execute(_ROWS, (json.dumps(positions),))}
+            return [(rows[p][0], -float(scores[p]), is_member(rows[p][1])) for p in positions]
 
 
 def candidates(packs: Sequence[Pack], terms: list[str], limit: int, is_member: Callable[[str], bool]) -> list[Candidate]:
@@ -222,12 +229,7 @@ def candidates(packs: Sequence[Pack], terms: list[str], limit: int, is_member: C
         scores = _scores(opened, terms)
 
         def best(depth: int) -> list[tuple[int, float, bool]]:
-            found = []
-            for pack, pack_scores in zip(opened, scores):
-                matching = np.flatnonzero(pack_scores)
-                positions = matching[top_k.best(pack_scores[matching], depth)]
-                rows = pack.rows(positions)
-                found += [(rows[p][0], -float(pack_scores[p]), is_member(rows[p][1])) for p in positions.tolist()]
+            found = [row for pack, pack_scores in zip(opened, scores) for row in pack.best(pack_scores, depth, is_member)]
             return sorted(found, key=lambda candidate: (candidate[1], candidate[0]))[:depth]
 
         return best_of_members(best, limit)

@@ -1,7 +1,7 @@
 """Hybrid search over one notebook revision: FTS5 bm25 and vector similarity, fused by rank.
 
-The bm25 half ranks in the revision's own full-text file when the coordinator has written it
-(storage.lexical_index), else in the main table.
+The bm25 half ranks in the full-text indexes of the revision's packs once the coordinator has
+written them (storage.lexical_index, storage.vector_packs), else in the main table.
 
 Revisions are immutable, so a revision's vectors are cached per process (storage.vector_cache);
 current membership is applied on every query, so a removed resource's chunks vanish at once.

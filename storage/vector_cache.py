@@ -108,7 +108,7 @@ def load_matrix(
     session: Session, revision_id: str, embedder: Embedder, versions: Collection[str] | None = None
 ) -> VectorMatrix:
     """The vectors ``revision_id`` serves, read from their rows: all of them, or those of the
-    source ``versions`` given."""
+    source ``versions`` given, which are then all among its ``version_keys``, with rows or not."""
     query = (
         select(Chunk.id, Chunk.resource_id, ChunkVector.vector, Chunk.revision_id, Chunk.source_id)
         .join(ChunkVector, ChunkVector.chunk_pk == Chunk.id)
@@ -124,7 +124,7 @@ def load_matrix(
     rows.sort(key=lambda row: row[0])  # chunk-id order makes ties between equal chunks reproducible
     vectors = np.frombuffer(b"".join(r[2] for r in rows), dtype="<f4").reshape(len(rows), embedder.dim)
     resources = sorted({r[1] for r in rows})
-    keys = sorted({version_key(r[3], r[4]) for r in rows})
+    keys = sorted({version_key(r[3], r[4]) for r in rows} if versions is None else versions)
     position = {resource_id: code for code, resource_id in enumerate(resources)}
     version = {key: code for code, key in enumerate(keys)}
     return VectorMatrix(

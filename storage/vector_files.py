@@ -56,6 +56,15 @@ _UNNAMED_GRACE_SECONDS = 600
 REPLACED_GRACE = timedelta(minutes=10)
 
 
+class Damaged(Exception):
+    """A revision's files are not whole: its manifest, or the pack ``pack`` (a torn write, a
+    truncated file), as opposed to a passing failure to read them (``OSError``)."""
+
+    def __init__(self, pack: Path | None, message: str) -> None:
+        super().__init__(message)
+        self.pack = pack
+
+
 class VectorFiles:
     def __init__(self, root: Path, index_min_chunks: int = 200_000) -> None:
         self.root = root
@@ -73,17 +82,24 @@ class VectorFiles:
         folder = self.folder(revision_id, embedder)
         try:
             return self._read(folder)
-        except FileNotFoundError:
+        except FileNotFoundError:  # no folder yet, or a pack it names is gone: name packs again
             pass
-        except (OSError, ValueError, KeyError) as err:
-            log.warning("writing the unreadable vector files of %s again: %s", folder.name, err)
-            (folder / MANIFEST).unlink(missing_ok=True)
+        except Damaged as err:
+            log.warning("writing the damaged vector files of %s again: %s", folder.name, err)
+            self._set_aside(err.pack)
+        except OSError as err:  # a passing failure (no file handle left, no memory to map): the files are sound
+            log.warning("searching %s from its rows this time: %s", folder.name, err)
+            return self._from_rows(session, revision_id, embedder)
         try:
             self._write_manifest(session, revision_id, embedder)
             return self._read(folder)
-        except (OSError, ValueError, KeyError) as err:  # a full disk: served from rows, as before files
+        except (OSError, Damaged) as err:  # a full disk: served from rows, as before files
             log.warning("could not keep the vector files of %s: %s", folder.name, err)
-            return RevisionVectors((Part(load_matrix(session, revision_id, embedder)),))
+            return self._from_rows(session, revision_id, embedder)
+
+    @staticmethod
+    def _from_rows(session: Session, revision_id: str, embedder: Embedder) -> RevisionVectors:
+        return RevisionVectors((Part(load_matrix(session, revision_id, embedder)),))
 
     def ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
         """Write the revision's files unless they exist: its packs, each pack's full-text index
@@ -91,7 +107,7 @@ class VectorFiles:
         coordinator, once a revision is active: these take ~10 s per 100k chunks, which no search
         should wait for)."""
         folder = self.folder(revision_id, embedder)
-        if not (folder / MANIFEST).is_file():
+        if not self._names_whole_packs(folder):
             try:
                 self._write_manifest(session, revision_id, embedder)
             except OSError as err:
@@ -108,7 +124,10 @@ class VectorFiles:
 
     def pack_folders(self, revision_id: str, embedder: Embedder) -> list[Path]:
         """The packs the revision reads, as its folder names them."""
-        return [self.packs / entry["id"] for entry in self._manifest(self.folder(revision_id, embedder))]
+        return self._packs_of(self.folder(revision_id, embedder))
+
+    def _packs_of(self, folder: Path) -> list[Path]:
+        return [self.packs / entry["id"] for entry in self._manifest(folder)]
 
     def lexical_packs(self, revision_id: str, embedder: Embedder) -> list[lexical_index.Pack] | None:
         """The full-text indexes of the revision's packs, with the versions it does not serve,
@@ -122,23 +141,45 @@ class VectorFiles:
         return packs if all(pack.path.is_file() for pack in packs) else None
 
     def _read(self, folder: Path) -> RevisionVectors:
+        """The packs ``folder`` names, mapped (``Damaged`` names a pack whose files are not whole)."""
+        try:
+            entries = self._manifest(folder)
+        except (ValueError, KeyError) as err:
+            raise Damaged(None, f"{folder.name}/{MANIFEST}: {err!r}") from err
         parts = []
-        for entry in self._manifest(folder):
+        for entry in entries:
             pack = self.packs / entry["id"]
             try:
                 matrix = vector_packs.read(pack)
-            except (OSError, ValueError, KeyError):
-                shutil.rmtree(pack, ignore_errors=True)  # so that no revision plans to keep it
-                raise
+            except (ValueError, KeyError) as err:
+                raise Damaged(pack, f"pack {pack.name}: {err!r}") from err
             unserved_keys = set(entry["unserved"])
             unserved = [code for code, key in enumerate(matrix.version_keys) if key in unserved_keys]
             served = ~np.isin(matrix.versions, unserved) if unserved else None
             parts.append(Part(matrix, served))
         return RevisionVectors(tuple(parts))
 
+    def _set_aside(self, pack: Path | None) -> None:
+        """Take a damaged pack out of every revision's plans and searches at once (a rename, so
+        one reader among several does it); the folders naming it now name a missing pack, which
+        writes their manifests again, and the sweeper deletes it as an abandoned partial write."""
+        if pack is None:
+            return
+        try:
+            pack.rename(pack.with_name(f"{_TEMPORARY}damaged-{pack.name}"))
+        except FileNotFoundError:  # another process set it aside first
+            pass
+
     @staticmethod
     def _manifest(folder: Path) -> list[dict[str, list[str] | str]]:
         return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["packs"]
+
+    def _names_whole_packs(self, folder: Path) -> bool:
+        """Whether ``folder`` has a manifest, and every pack it names is there."""
+        try:
+            return all(pack.is_dir() for pack in self._packs_of(folder))
+        except (OSError, ValueError, KeyError):
+            return False
 
     def _write_manifest(self, session: Session, revision_id: str, embedder: Embedder) -> None:
         """Name the revision's packs: those of its notebook's last revision still mostly served
@@ -146,15 +187,18 @@ class VectorFiles:
         needed = {version_key(r, s) for r, s in session.execute(
             select(Source.chunks_revision_id, Source.chunks_source_id).where(Source.revision_id == revision_id))}
         kept, fresh = vector_packs.plan(needed, self._last_packs(session, revision_id, embedder))
-        packs = [pack.id for pack in kept]
+        packs = {pack.id: pack for pack in kept}
         if fresh:
+            # Every version goes in, those without vectors for this embedder too: the pack's
+            # full-text index holds their rows, and no other pack will.
             matrix = load_matrix(session, revision_id, embedder, fresh)
-            if len(matrix.pks) or not packs:
-                self.packs.mkdir(parents=True, exist_ok=True)
-                packs.append(vector_packs.write(self.packs, matrix))
+            self.packs.mkdir(parents=True, exist_ok=True)
+            written = vector_packs.write(self.packs, matrix, writer=revision_id)
+            packs[written] = vector_packs.summary(self.packs / written)
+        for pack in kept:  # named again: the sweeper must not take it for a pack no folder names
+            vector_packs.touch(self.packs / pack.id)
         manifest = {"packs": [
-            {"id": pack_id, "unserved": sorted(vector_packs.summary(self.packs / pack_id).rows.keys() - needed)}
-            for pack_id in packs
+            {"id": pack_id, "unserved": sorted(summary.rows.keys() - needed)} for pack_id, summary in packs.items()
         ]}
         folder = self.folder(revision_id, embedder)
         folder.mkdir(parents=True, exist_ok=True)
@@ -176,7 +220,7 @@ class VectorFiles:
 
     def _named(self, folder: Path) -> list[Path]:
         try:
-            return [self.packs / entry["id"] for entry in self._manifest(folder)]
+            return self._packs_of(folder)
         except (OSError, ValueError, KeyError):
             return []
 
@@ -202,27 +246,25 @@ class VectorFiles:
 
     def wanting(self, session: Session, embedder: Embedder) -> list[str]:
         """Active revisions whose files, or the indexes they should have, are missing and not being
-        written: after a restore (backups leave the files out), a lost ``ingest.write_vectors``, or
-        an index found unreadable. The sweeper sends them to the coordinator again."""
+        written for them: after a restore (backups leave the files out), a lost
+        ``ingest.write_vectors``, an index found unreadable, or a pack they name set aside as
+        damaged. The sweeper sends them to the coordinator again."""
         active = session.scalars(select(Notebook.active_revision_id).where(Notebook.active_revision_id.is_not(None)))
-        writing = self.packs.is_dir() and bool(self._fresh(self.packs))
+        partial_packs = [entry.name for entry in self._fresh(self.packs)]
         wanting = []
         for revision_id in active:
             folder = self.folder(revision_id, embedder)
-            if writing or (folder.is_dir() and self._fresh(folder)) or any(
-                    self._fresh(pack) for pack in self._named(folder) if pack.is_dir()):
+            if any(name.startswith(vector_packs.writing(revision_id)) for name in partial_packs) or self._fresh(
+                    folder) or any(self._fresh(pack) for pack in self._named(folder)):
                 continue
-            if not (folder / MANIFEST).is_file() or self._without_text_index(folder) or self._unindexed(folder):
+            if not self._names_whole_packs(folder) or self._without_text_index(folder) or self._unindexed(folder):
                 wanting.append(revision_id)
         return wanting
 
     @staticmethod
     def _fresh(folder: Path) -> list[Path]:
-        """Partial writes in ``folder`` young enough to be in progress."""
-        stale_before = time.time() - _WRITING_GRACE_SECONDS
-        return [
-            entry for entry in folder.iterdir() if entry.name.startswith(_TEMPORARY) and entry.stat().st_mtime >= stale_before
-        ]
+        """Partial writes in ``folder`` young enough to be in progress (none when it is gone)."""
+        return [entry for entry in _partials(folder) if _modified(entry) >= time.time() - _WRITING_GRACE_SECONDS]
 
     def delete_unreferenced(self, session: Session, now: datetime | None = None) -> int:
         """Delete the files no search will read again: the folders of revisions that no longer
@@ -230,36 +272,57 @@ class VectorFiles:
         ``REPLACED_GRACE`` ago, then the packs no folder names, and abandoned partial writes."""
         if not self.root.is_dir():
             return 0
-        entries = [entry for entry in self.root.iterdir() if entry.is_dir() and entry != self.packs]
-        fresh = set(self._fresh(self.root))
-        doomed = [entry for entry in entries if entry.name.startswith(_TEMPORARY) and entry not in fresh]
-        revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries if not entry.name.startswith(_TEMPORARY)}
+        entries = [entry for entry in self.root.iterdir() if entry.is_dir() and not entry.name.startswith(("_", _TEMPORARY))]
+        revision_of = {entry: entry.name.split(".", 1)[0] for entry in entries}
         ids = set(revision_of.values())
         kept = _searchable(session, ids, (now or utcnow()) - REPLACED_GRACE) if ids else set()
-        doomed += [entry for entry, revision_id in revision_of.items() if revision_id not in kept]
+        doomed = [entry for entry, revision_id in revision_of.items() if revision_id not in kept]
         for entry in doomed:
             shutil.rmtree(entry, ignore_errors=True)
-        return len(doomed) + self._delete_unnamed_packs([entry for entry in revision_of if entry not in doomed])
+        folders = [entry for entry in entries if entry not in doomed]
+        named = {pack for folder in folders for pack in self._named(folder)}
+        deleted = len(doomed) + self._delete_unnamed_packs(named)
+        return deleted + sum(_delete_abandoned(folder) for folder in (self.root, self.packs, *folders, *named))
 
-    def _delete_unnamed_packs(self, folders: list[Path]) -> int:
-        """Delete the packs none of ``folders`` names, except those written too recently for the
-        folder that will name them to exist yet, and abandoned partial packs."""
+    def _delete_unnamed_packs(self, named: set[Path]) -> int:
+        """Delete the packs not ``named``, except those written too recently for the folder that
+        will name them to exist yet."""
         if not self.packs.is_dir():
             return 0
-        named = set()
-        for folder in folders:
-            try:
-                named |= {entry["id"] for entry in self._manifest(folder)}
-            except (OSError, ValueError, KeyError):
-                continue
-        now = time.time()
-        doomed = [
-            pack for pack in self.packs.iterdir() if pack.name not in named and pack.stat().st_mtime < now - (
-                _WRITING_GRACE_SECONDS if pack.name.startswith(_TEMPORARY) else _UNNAMED_GRACE_SECONDS)
-        ]
+        doomed = [pack for pack in self.packs.iterdir() if not pack.name.startswith(_TEMPORARY) and pack not in named
+                  and _modified(pack) < time.time() - _UNNAMED_GRACE_SECONDS]
         for pack in doomed:
             shutil.rmtree(pack, ignore_errors=True)
         return len(doomed)
+
+
+def _partials(folder: Path) -> list[Path]:
+    """The partial writes in ``folder`` (none when it is gone)."""
+    try:
+        return [entry for entry in folder.iterdir() if entry.name.startswith(_TEMPORARY)]
+    except FileNotFoundError:
+        return []
+
+
+def _modified(entry: Path) -> float:
+    """When ``entry`` last changed; now when it is gone meanwhile (renamed into place, deleted),
+    so that it counts as in progress and is left alone."""
+    try:
+        return entry.stat().st_mtime
+    except FileNotFoundError:
+        return time.time()
+
+
+def _delete_abandoned(folder: Path) -> int:
+    """Delete the partial writes in ``folder`` too old to be in progress: a crashed process's
+    (a pack, a full-text index of ~1 GB at 1M chunks, a graph) or a pack set aside as damaged."""
+    doomed = [entry for entry in _partials(folder) if _modified(entry) < time.time() - _WRITING_GRACE_SECONDS]
+    for entry in doomed:
+        if entry.is_dir():
+            shutil.rmtree(entry, ignore_errors=True)
+        else:
+            entry.unlink(missing_ok=True)
+    return len(doomed)
 
 
 def _searchable(session: Session, ids: set[str], replaced_before: datetime) -> set[str]:

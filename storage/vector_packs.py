@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import uuid
 from collections import Counter
@@ -68,11 +69,12 @@ def plan(needed: Collection[str], previous: Iterable[Summary]) -> tuple[list[Sum
     return kept, fresh
 
 
-def write(root: Path, matrix: VectorMatrix) -> str:
-    """Write ``matrix`` as a new pack; its id. Beside, then renamed into place: a reader sees the
-    whole pack or none."""
+def write(root: Path, matrix: VectorMatrix, writer: str) -> str:
+    """Write ``matrix`` as a new pack for the revision ``writer``; its id. Beside, then renamed
+    into place: a reader sees the whole pack or none. The partial pack's name starts with
+    ``writing(writer)``, so the sweeper can tell whose write is in progress."""
     pack_id = uuid.uuid4().hex
-    temporary = root / f"{TEMPORARY}{pack_id}"
+    temporary = root / f"{writing(writer)}{pack_id}"
     try:
         temporary.mkdir(parents=True)
         for name in _ARRAYS:
@@ -83,6 +85,16 @@ def write(root: Path, matrix: VectorMatrix) -> str:
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return pack_id
+
+
+def writing(writer: str) -> str:
+    """How the partial packs of the revision ``writer`` are named."""
+    return f"{TEMPORARY}{writer}."
+
+
+def touch(folder: Path) -> None:
+    """Mark a pack as just named: the sweeper leaves an unnamed pack alone for a while after."""
+    os.utime(folder)
 
 
 def read(folder: Path) -> VectorMatrix:
@@ -112,9 +124,10 @@ def rows(folder: Path) -> int:
 
 
 def _index(folder: Path, rows: int) -> Index | None:
-    """The pack's approximate index, if it has a readable one. One that cannot be read is removed
+    """The pack's approximate index, if it has a readable one. One that is damaged is removed
     and the mapped arrays are searched exactly meanwhile: they are sound, and rebuilding them from
-    rows would cost ~25 s at 1M chunks for nothing; the sweeper has the coordinator index again."""
+    rows would cost ~25 s at 1M chunks for nothing; the sweeper has the coordinator index again.
+    One that cannot be opened this time (no file handle left) stays, for the next load."""
     path = folder / vector_index.FILE
     if not path.is_file():
         return None
@@ -123,7 +136,10 @@ def _index(folder: Path, rows: int) -> Index | None:
         if len(index) != rows:
             raise ValueError(f"the index has {len(index)} rows, the arrays {rows}")
         return index
-    except (OSError, ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn file
+    except OSError as err:
+        log.warning("searching pack %s exactly this time: %s", folder.name, err)
+        return None
+    except (ValueError, RuntimeError) as err:  # RuntimeError: usearch's, on a torn file
         log.warning("searching pack %s exactly until it is indexed again: %s", folder.name, err)
         path.unlink(missing_ok=True)
         return None

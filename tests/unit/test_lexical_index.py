@@ -7,9 +7,11 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import numpy as np
 import pytest
 from sqlalchemy import select
 
+from pipeline.embedder import Embedder, HashingEmbedder
 from pipeline.fts_query import match_terms
 from storage import lexical_index, notebooks, revisions
 from storage.db import Database
@@ -108,9 +110,11 @@ def test_posting_lists_score_every_corner_exactly_as_fts5(db: Database, tmp_path
         assert [score for _, score in main] == [score for _, score in own], question
 
 
-def _candidates(db: Database, notebook_id: str, question: str, files: VectorFiles | None) -> list[tuple[int, float]]:
+def _candidates(
+    db: Database, notebook_id: str, question: str, files: VectorFiles | None, embedder: Embedder = EMBEDDER
+) -> list[tuple[int, float]]:
     assert match_terms(question)
-    retriever = Retriever(EMBEDDER, VectorCache(1 << 30), lexical_files=files.lexical_packs if files else lambda r, e: None)
+    retriever = Retriever(embedder, VectorCache(1 << 30), lexical_files=files.lexical_packs if files else lambda r, e: None)
     with db.reader() as session:
         notebook = session.get(Notebook, notebook_id)
         assert notebook is not None and notebook.active_revision_id is not None
@@ -233,6 +237,35 @@ def test_posting_lists_sqlite_finds_sound_but_that_cannot_be_read_count_as_damag
         connection.execute("UPDATE row_lengths SET lengths = zeroblob(12)")  # not a whole number of int64s
     assert _search(db, notebook_id, files) == expected
     assert _file(files, revision_id) is None
+
+
+def test_posting_lists_naming_rows_beyond_the_file_count_as_damaged(db: Database, tmp_path: Path) -> None:
+    files, notebook_id, revision_id, path = _written(db, tmp_path, "beyond")
+    expected = _search(db, notebook_id, None)
+    with sqlite3.connect(path) as connection:
+        beyond = np.array([99_999], dtype=np.int32).tobytes()  # "safe" is in one row of the DMCA summary
+        assert connection.execute("UPDATE postings SET rows = ? WHERE term = 'safe'", (beyond,)).rowcount == 1
+    assert _search(db, notebook_id, files) == expected
+    assert _file(files, revision_id) is None
+
+
+class _Renamed(HashingEmbedder):
+    """An embedder no chunk has vectors of yet: the moment after ``GNOSI_EMBEDDER`` changed."""
+
+    name = "renamed-v1"
+
+
+def test_a_pack_indexes_the_words_of_versions_without_vectors_of_its_embedder(db: Database, tmp_path: Path) -> None:
+    files = VectorFiles(tmp_path / "vectors")
+    notebook_id = stored_notebook(db, "switched", ("dmca.pdf",))
+    renamed = _Renamed()
+    with db.reader() as session:
+        revision_id = session.get(Notebook, notebook_id).active_revision_id
+        files.ensure(session, revision_id, renamed)
+    assert files.lexical_packs(revision_id, renamed) is not None
+    found = [_candidates(db, notebook_id, question, None, renamed) for question in QUESTIONS]
+    assert sum(map(bool, found)) >= 2
+    assert [_candidates(db, notebook_id, question, files, renamed) for question in QUESTIONS] == found
 
 
 def test_a_refreshed_revisions_packs_rank_to_the_bit_as_one_file_of_its_rows(db: Database, tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ revisions that serve the same source versions; a revision's folder deleted with 
 after another revision replaced it as active, and a pack once no folder names it."""
 from __future__ import annotations
 
+import errno
 import os
+import shutil
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -12,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage import notebooks
+from storage import notebooks, vector_packs
 from storage.db import Database
 from storage.models import Notebook, Revision
 from storage.retrieval import vector_ranking
@@ -173,10 +175,10 @@ def test_a_pack_goes_only_when_no_kept_revision_names_it(db: Database, tmp_path:
     notebook_id, first, files = _written(db, tmp_path, "i")
     (pack,) = files.pack_folders(first, EMBEDDER)
     second = refresh_changing_nothing(db, notebook_id)
-    an_hour_ago = time.time() - 3600
-    os.utime(pack, (an_hour_ago, an_hour_ago))
     with db.reader() as session:
         files.ensure(session, second, EMBEDDER)
+        an_hour_ago = time.time() - 3600  # since the second revision named it
+        os.utime(pack, (an_hour_ago, an_hour_ago))
         activated = session.get(Revision, second).completed_at
         assert files.delete_unreferenced(session, activated + REPLACED_GRACE + timedelta(seconds=1)) == 1
     assert not files.folder(first, EMBEDDER).exists() and pack.is_dir()  # the active revision names it
@@ -212,3 +214,75 @@ def test_a_folder_of_the_previous_layout_is_written_again_as_packs(db: Database,
         assert files.lexical_packs(revision_id, EMBEDDER) is not None
         assert np.array_equal(_only(files.load(session, revision_id, EMBEDDER)).pks,
                               load_matrix(session, revision_id, EMBEDDER).pks)
+
+
+def test_a_passing_failure_to_read_a_shared_pack_serves_rows_and_leaves_the_pack(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process out of file handles cannot map a sound pack: that search reads rows, and the pack
+    that another revision names too stays, with its full-text index."""
+    notebook_id, first, files = _written(db, tmp_path, "k")
+    second = refresh_changing_nothing(db, notebook_id)
+
+    def out_of_handles(folder: Path) -> VectorMatrix:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    with db.reader() as session:
+        files.ensure(session, second, EMBEDDER)
+        (pack,) = files.pack_folders(first, EMBEDDER)
+        with monkeypatch.context() as patched:
+            patched.setattr(vector_packs, "read", out_of_handles)
+            from_rows = _only(files.load(session, second, EMBEDDER))
+        assert np.array_equal(from_rows.pks, load_matrix(session, second, EMBEDDER).pks)
+    assert pack.is_dir() and files.pack_folders(second, EMBEDDER) == [pack]
+    assert files.lexical_packs(first, EMBEDDER) is not None
+
+
+def test_a_damaged_pack_is_set_aside_and_every_revision_naming_it_names_another(db: Database, tmp_path: Path) -> None:
+    notebook_id, first, files = _written(db, tmp_path, "l")
+    second = refresh_changing_nothing(db, notebook_id)
+    with db.reader() as session:
+        files.ensure(session, second, EMBEDDER)
+        (torn,) = files.pack_folders(second, EMBEDDER)
+        (torn / "pks.npy").write_bytes(b"torn")
+        assert np.array_equal(_only(files.load(session, second, EMBEDDER)).pks, load_matrix(session, second, EMBEDDER).pks)
+        assert not torn.exists() and files.pack_folders(second, EMBEDDER) != [torn]
+        assert files.wanting(session, EMBEDDER) == [second]  # the new pack's full-text index is the coordinator's
+        files.ensure(session, second, EMBEDDER)
+        assert files.lexical_packs(first, EMBEDDER) is None  # its folder names the pack set aside
+        files.ensure(session, first, EMBEDDER)
+        assert files.lexical_packs(first, EMBEDDER) is not None
+        assert files.pack_folders(first, EMBEDDER) == files.pack_folders(second, EMBEDDER)
+
+
+def test_an_active_revision_whose_folder_names_a_missing_pack_is_wanted_and_written_again(
+    db: Database, tmp_path: Path
+) -> None:
+    _, revision_id, files = _written(db, tmp_path, "m")
+    (pack,) = files.pack_folders(revision_id, EMBEDDER)
+    shutil.rmtree(pack)
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+        assert files.wanting(session, EMBEDDER) == []
+    assert files.lexical_packs(revision_id, EMBEDDER) is not None
+
+
+def test_partial_writes_are_deleted_once_abandoned_wherever_they_are(db: Database, tmp_path: Path) -> None:
+    """A crashed write leaves a partial file in a pack (a full-text index: ~1 GB at 1M chunks),
+    in a revision's folder, or a partial pack: each goes once it is an hour old, and only then."""
+    _, revision_id, files = _written(db, tmp_path, "n")
+    (pack,) = files.pack_folders(revision_id, EMBEDDER)
+    partials = [pack / ".tmp-index", files.folder(revision_id, EMBEDDER) / ".tmp-manifest",
+                files.packs / f"{vector_packs.writing(revision_id)}pack"]
+    for partial in partials:
+        partial.write_bytes(b"partial")
+    with db.reader() as session:
+        assert files.delete_unreferenced(session) == 0
+        assert files.wanting(session, EMBEDDER) == []
+        two_hours_ago = time.time() - 7200
+        for partial in partials:
+            os.utime(partial, (two_hours_ago, two_hours_ago))
+        assert files.delete_unreferenced(session) == 3
+    assert not any(partial.exists() for partial in partials)
+    assert pack.is_dir() and files.lexical_packs(revision_id, EMBEDDER) is not None

@@ -13,7 +13,7 @@ import numpy as np
 
 from sqlalchemy.orm import Session
 
-from storage import notebooks, vector_index
+from storage import notebooks, vector_index, vector_packs
 from storage.db import Database
 from storage.models import Notebook
 from storage.retrieval import vector_ranking
@@ -122,7 +122,9 @@ def test_a_restored_revision_wants_its_files_unless_they_are_being_written(db: D
     files = VectorFiles(tmp_path / "ann", index_min_chunks=1)
     with db.reader() as session:
         assert files.wanting(session, EMBEDDER) == [revision_id]  # a restore brings rows, not files
-        (files.packs / ".tmp-0123").mkdir(parents=True)  # a pack being written
+        (files.packs / f"{vector_packs.writing('another')}0123").mkdir(parents=True)
+        assert files.wanting(session, EMBEDDER) == [revision_id]  # another revision's write
+        (files.packs / f"{vector_packs.writing(revision_id)}4567").mkdir()  # its own pack being written
         assert files.wanting(session, EMBEDDER) == []
         small = VectorFiles(tmp_path / "small", index_min_chunks=10**6)
         small.ensure(session, revision_id, EMBEDDER)
