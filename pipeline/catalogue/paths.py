@@ -47,14 +47,16 @@ class AttachmentResolver:
     looked up once, and paths are resolved as strings. The change check of an opening resolves
     every member's attachment; through ``pathlib`` each one cost ~130 µs, the vault's own path
     resolved again each time (bench/change_check.py, 1,000 resources). A folder's real location
-    is also looked up once per resolver: an attachment that is not itself a link then costs one
-    ``lstat``, not one per component of its path (``os.path.realpath``). A resolver lives for one
-    check; what changes meanwhile is the TOCTOU window ``resolve_attachment`` accepts."""
+    is also looked up once per resolver, with the identity (device, inode) of the folder found
+    there: an attachment that is not itself a link then costs an ``lstat`` of it and a ``stat`` of
+    its folder, not an ``lstat`` per component of its path (``os.path.realpath``). A folder that
+    no longer leads to the same directory (replaced by a link, say) is looked up again, so the
+    window is the one ``resolve_attachment`` accepts, per attachment, not the resolver's life."""
 
     def __init__(self, vault: Path) -> None:
         self._vault_real = os.path.realpath(vault)
         self._inside = os.path.join(self._vault_real, "")
-        self._folders: dict[str, str] = {}
+        self._folders: dict[str, tuple[str, tuple[int, int]]] = {}
 
     def resolve(self, rel_path: str) -> Path:
         if not is_contained_rel_path(rel_path):
@@ -80,8 +82,11 @@ class AttachmentResolver:
         try:
             if stat.S_ISLNK(os.lstat(path).st_mode):
                 return os.path.realpath(path)
+            found = os.stat(folder)
         except OSError:  # missing, or a folder on the way is not one: realpath says what it says
             return os.path.realpath(path)
-        if folder not in self._folders:
-            self._folders[folder] = os.path.realpath(folder)
-        return os.path.join(self._folders[folder], name)
+        identity = (found.st_dev, found.st_ino)
+        known = self._folders.get(folder)
+        if known is None or known[1] != identity:
+            known = self._folders[folder] = (os.path.realpath(folder), identity)
+        return os.path.join(known[0], name)

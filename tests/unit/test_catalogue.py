@@ -305,6 +305,23 @@ def test_one_resolver_remembers_folders_but_never_a_link_out(tmp_path: Path) -> 
         assert error.value.code == "PATH_OUTSIDE_VAULT", value
 
 
+def test_a_folder_replaced_by_a_link_out_after_a_resolver_saw_it_is_refused(tmp_path: Path) -> None:
+    """The resolver remembers ``docs``; then ``docs`` becomes a link out of the vault. Its next
+    file must be refused as a fresh resolver refuses it, not read through the link."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "b.pdf").write_bytes(b"secret")
+    vault = tmp_path / "vault"
+    (vault / "docs").mkdir(parents=True)
+    (vault / "docs" / "a.pdf").write_bytes(b"inside")
+    resolver = AttachmentResolver(vault)
+    assert resolver.resolve("docs/a.pdf") == (vault / "docs" / "a.pdf").resolve()
+    (vault / "docs").rename(vault / "docs-before")
+    (vault / "docs").symlink_to(tmp_path / "outside", target_is_directory=True)
+    with pytest.raises(PipelineError) as error:
+        resolver.resolve("docs/b.pdf")
+    assert error.value.code == "PATH_OUTSIDE_VAULT"
+
+
 def test_resolve_attachment_missing_directory_and_loop(tmp_path: Path) -> None:
     (tmp_path / "papers").mkdir()
     (tmp_path / "loop").symlink_to(tmp_path / "loop")
