@@ -33,7 +33,7 @@ import numpy as np
 from sqlalchemy.orm import Session
 
 from pipeline.fts_query import as_match
-from storage import bm25, fts_tokens, top_k
+from storage import bm25, fts_tokens, top_k, vector_packs
 from storage.evidence import COLUMN_WEIGHTS, Candidate, best_of_members, within_columns
 
 # The file's layout, also in its name, so that a process of another version never reads it as its
@@ -174,9 +174,8 @@ class _Open:
             served = None
             if pack.unserved:
                 codes, keys = connection.execute("SELECT codes, keys FROM row_versions").fetchone()
-                unserved = [code for code, key in enumerate(json.loads(keys)) if key in pack.unserved]
-                served = ~np.isin(np.frombuffer(codes, dtype=np.int32), unserved)
-                if len(served) != len(lengths):
+                served = vector_packs.served_rows(np.frombuffer(codes, dtype=np.int32), json.loads(keys), pack.unserved)
+                if served is not None and len(served) != len(lengths):
                     raise ValueError("the rows' versions and lengths differ in number")
         return cls(pack, connection, lengths, served)
 

@@ -153,10 +153,7 @@ class VectorFiles:
                 matrix = vector_packs.read(pack)
             except (ValueError, KeyError) as err:
                 raise Damaged(pack, f"pack {pack.name}: {err!r}") from err
-            unserved_keys = set(entry["unserved"])
-            unserved = [code for code, key in enumerate(matrix.version_keys) if key in unserved_keys]
-            served = ~np.isin(matrix.versions, unserved) if unserved else None
-            parts.append(Part(matrix, served))
+            parts.append(Part(matrix, vector_packs.served_rows(matrix.versions, matrix.version_keys, set(entry["unserved"]))))
         return RevisionVectors(tuple(parts))
 
     def _set_aside(self, pack: Path | None) -> None:

@@ -22,7 +22,7 @@ import os
 import shutil
 import uuid
 from collections import Counter
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -113,6 +113,13 @@ def summary(folder: Path) -> Summary:
     keys = json.loads((folder / _KEYS).read_text(encoding="utf-8"))["versions"]
     counts = np.bincount(np.load(folder / "versions.npy", mmap_mode="r", allow_pickle=False), minlength=len(keys))
     return Summary(folder.name, Counter(dict(zip(keys, counts.tolist()))))
+
+
+def served_rows(codes: np.ndarray, keys: Sequence[str], unserved: Collection[str]) -> np.ndarray | None:
+    """Which rows a revision serves, given each row's version (``codes`` into ``keys``) and the
+    versions it does not serve; ``None`` when it serves them all."""
+    left_out = [code for code, key in enumerate(keys) if key in unserved]
+    return ~np.isin(codes, left_out) if left_out else None
 
 
 def rows(folder: Path) -> int:
