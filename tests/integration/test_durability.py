@@ -1,5 +1,5 @@
-"""Durable ingestion with real Redis and real worker processes: coalescing, cancellation,
-recovery after SIGKILL and after a Redis restart, incremental reuse, retry, stale, removal."""
+"""Durable ingestion with real Redis and real worker processes: coalescing, cancellation, lost
+evidence packs, incremental reuse, retry, stale, removal (crashes: test_crash_recovery.py)."""
 from __future__ import annotations
 
 import shutil
@@ -10,32 +10,12 @@ from pathlib import Path
 import pytest
 import redis
 
+from support.big_vault import FAST, big_ids, big_vault
 from support.live import Deployment, deployment
 from support.services import CORPUS
 from support.vault import VaultBuilder
 
 pytestmark = pytest.mark.integration
-
-# A running job's lease is renewed by each source's result: it must outlast the slowest source.
-# The 117-page lecture script extracts in ~2 s (line boxes, table search) and more on a loaded
-# 2-core machine; with 3 s leases they lapsed between results and every pending source was sent
-# again until its attempts ran out (ATTEMPTS_EXHAUSTED).
-FAST = {"GNOSI_JOB_LEASE_SECONDS": "10", "GNOSI_SWEEP_INTERVAL_SECONDS": "1"}
-BIG_COPIES = 16
-
-
-def big_vault(tmp: Path) -> VaultBuilder:
-    """One small PDF plus many records sharing a 117-page PDF, so a job takes a few seconds."""
-    vault = VaultBuilder(tmp / "vault")
-    vault.pdf_record("dmca", "dmca.pdf")
-    big = vault.attach_corpus("pdf/GeoTopo-komprimiert.pdf")
-    for i in range(BIG_COPIES):
-        vault.record(f"big-{i:02d}", f"Lecture notes {i}", file=big)
-    return vault
-
-
-def big_ids() -> list[str]:
-    return [f"big-{i:02d}" for i in range(BIG_COPIES)]
 
 
 def job_rows(d: Deployment, notebook_id: str) -> list[tuple]:
@@ -89,41 +69,6 @@ def test_cancelling_the_first_ingestion_blocks_until_a_refresh_succeeds(tmp_path
         assert blocked.status_code == 409 and blocked.json()["code"] == "NO_ACTIVE_REVISION"
         assert d.api.post(f"/api/notebooks/{notebook_id}/refresh").json()["ingest"] == "queued"
         assert d.api.wait_for_job(notebook_id)["active_revision"]["number"] == 2
-
-
-def test_sigkilled_worker_mid_job_then_restart_finishes_without_duplicates(tmp_path: Path) -> None:
-    vault = big_vault(tmp_path)
-    with deployment(tmp_path, vault.root, vault.table_id, **FAST) as d:
-        d.start_web()
-        d.start_worker("first", beat=True)
-        notebook_id = d.api.create(["dmca", *big_ids()])
-        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 2)
-        d.kill_worker("first", signal.SIGKILL)
-        d.start_worker("second", beat=True)
-        detail = d.api.wait_for_job(notebook_id, timeout=240)
-        assert detail["job"]["state"] == "succeeded"
-        revision_id = detail["active_revision"]["id"]
-        states = d.query("SELECT state, count(*) FROM sources WHERE revision_id = ? GROUP BY state", revision_id)
-        assert states == [("available", BIG_COPIES + 1)]
-        per_source = d.query(
-            "SELECT count(*), count(DISTINCT ordinal) FROM chunks WHERE revision_id = ? GROUP BY source_id", revision_id
-        )
-        assert len(per_source) == BIG_COPIES + 1 and all(total == distinct for total, distinct in per_source)
-        assert d.query("SELECT count(*) FROM chunks_fts") == d.query("SELECT count(*) FROM chunks")
-
-
-def test_redis_restart_losing_queued_messages_then_recovery(tmp_path: Path) -> None:
-    vault = big_vault(tmp_path)
-    with deployment(tmp_path, vault.root, vault.table_id, **FAST) as d:
-        assert d.broker is not None
-        d.start_web()
-        notebook_id = d.api.create(["dmca"])
-        assert redis.Redis.from_url(d.broker.url).llen("coordinator") >= 1
-        d.broker.restart()
-        assert redis.Redis.from_url(d.broker.url).llen("coordinator") == 0
-        d.start_worker("w", beat=True)
-        detail = d.api.wait_for_job(notebook_id, timeout=120)
-        assert detail["job"]["state"] == "succeeded" and detail["active_revision"]["number"] == 1
 
 
 def test_lost_evidence_packs_are_extracted_again_and_the_spool_empties(tmp_path: Path) -> None:
@@ -216,18 +161,3 @@ def test_incremental_refresh_retry_stale_and_removal(tmp_path: Path) -> None:
         assert d.api.get(f"/api/notebooks/{notebook_id}").json()["active_revision"] == detail["active_revision"]
 
 
-def test_a_whole_service_restart_mid_job_resumes_and_finishes(tmp_path: Path) -> None:
-    """Embedded default: `gnosi serve` (web + worker) stops mid-job and starts again."""
-    vault = big_vault(tmp_path)
-    with deployment(tmp_path, vault.root, vault.table_id, redis=False, **FAST) as d:
-        d.start_web()
-        notebook_id = d.api.create(["dmca", *big_ids()])
-        d.api.wait_until(notebook_id, lambda nb: nb["job"]["done"] >= 2)
-        d.crash_web()
-        d.start_web()
-        detail = d.api.wait_for_job(notebook_id, timeout=240)
-        assert detail["job"]["state"] == "succeeded"
-        revision_id = detail["active_revision"]["id"]
-        assert d.query("SELECT count(*) FROM sources WHERE revision_id = ? AND state = 'available'", revision_id) == [
-            (BIG_COPIES + 1,)
-        ]
