@@ -29,6 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from pipeline.fingerprint import file_sha256
+from storage.files import durable_replace, sync_tree
 from storage.migrate import current_revision, known_revisions
 
 FORMAT = 1
@@ -85,9 +86,10 @@ def backup(local_data: Path, target: Path) -> Manifest:
         raise BackupError("NOTHING_TO_BACK_UP", f"The database at {database} was never migrated.")
     files = [_describe(target, path) for path in sorted(_files(target)) if path.name != MANIFEST]
     manifest = Manifest(FORMAT, datetime.now(UTC).isoformat(timespec="seconds"), schema, files)
+    sync_tree(target)  # the manifest says the backup is finished: only once its files are on disk
     partial = target / f"{MANIFEST}.part"
     partial.write_text(json.dumps(asdict(manifest), indent=1))
-    partial.rename(target / MANIFEST)
+    durable_replace(partial, target / MANIFEST)
     return manifest
 
 
@@ -136,7 +138,7 @@ def restore(source: Path, local_data: Path) -> Manifest:
         target.parent.mkdir(parents=True, exist_ok=True)
         partial = target.with_name(target.name + ".restoring")
         shutil.copy2(source / entry.path, partial)
-        partial.rename(target)
+        durable_replace(partial, target)  # the database comes last, once the files it names are on disk
     return manifest
 
 

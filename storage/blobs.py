@@ -16,7 +16,7 @@ from typing import IO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.files import remove
+from storage.files import durable_replace, remove
 from storage.models import LinkedDocument, Source
 
 
@@ -44,7 +44,7 @@ class BlobStore:
         if digest.hexdigest() != sha256:
             os.unlink(writer.name)
             return False
-        os.replace(writer.name, target)  # atomic: readers never see a partial blob
+        durable_replace(writer.name, target)  # atomic: readers never see a partial blob
         return True
 
     def put_stream(self, write: Callable[[IO[bytes]], int]) -> tuple[str, int]:
@@ -61,7 +61,7 @@ class BlobStore:
         sha256 = digest.hexdigest()
         target = self.path(sha256)
         target.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(writer.name, target)  # atomic; the same bytes kept twice are one file
+        durable_replace(writer.name, target)  # atomic; the same bytes kept twice are one file
         return sha256, size
 
     def delete_unreferenced(self, session: Session, hashes: set[str]) -> int:

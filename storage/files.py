@@ -1,5 +1,6 @@
 """Files of the instance's own stores: receiving an upload into a file that readers see whole or
-not at all, and removing files that may already be gone."""
+not at all, putting a finished file in place so that it survives a power loss, and removing files
+that may already be gone."""
 from __future__ import annotations
 
 import os
@@ -39,6 +40,39 @@ def receive(
             raise
     os.replace(writer.name, target)
     return written
+
+
+def durable_replace(partial: Path | str, target: Path) -> None:
+    """``os.replace(partial, target)`` that a power loss cannot tear: the bytes (every file of a
+    folder) reach the disk before the new name does, and the name before this returns. A rename
+    alone is atomic only for the processes that see it: after a crash the file system may keep the
+    name and lose what was written (a zero-length blob that the database says holds an attachment)."""
+    sync_tree(Path(partial))
+    os.replace(partial, target)
+    sync_folder(target.parent)
+
+
+def sync_folder(folder: Path) -> None:
+    """Make the names in ``folder`` durable (entries created, renamed or deleted in it)."""
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
+def sync_tree(path: Path) -> None:
+    """Make the file ``path``, or every file and name of the folder ``path``, durable."""
+    if path.is_dir():
+        for child in path.iterdir():
+            sync_tree(child)
+        sync_folder(path)
+        return
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def remove(paths: Iterable[Path]) -> int:

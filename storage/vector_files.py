@@ -32,6 +32,7 @@ from sqlalchemy.orm import Session, aliased
 
 from pipeline.embedder import Embedder
 from storage import lexical_index, vector_index, vector_packs
+from storage.files import durable_replace
 from storage.models import Notebook, Revision, Source, utcnow
 from storage.vector_cache import Part, RevisionVectors, load_matrix, version_key
 
@@ -237,7 +238,7 @@ class VectorFiles:
         partial = path.parent / f"{_TEMPORARY}{uuid.uuid4().hex}"
         try:
             write(partial)
-            partial.rename(path)
+            durable_replace(partial, path)
         finally:
             partial.unlink(missing_ok=True)
 

@@ -30,6 +30,7 @@ import numpy as np
 from storage.usearch_index import Index
 
 from storage import vector_index
+from storage.files import durable_replace
 from storage.vector_cache import VectorMatrix
 
 log = logging.getLogger(__name__)
@@ -81,7 +82,7 @@ def write(root: Path, matrix: VectorMatrix, writer: str) -> str:
             np.save(temporary / f"{name}.npy", getattr(matrix, name), allow_pickle=False)
         keys = {"resources": matrix.resources, "versions": list(matrix.version_keys)}
         (temporary / _KEYS).write_text(json.dumps(keys), encoding="utf-8")
-        temporary.rename(root / pack_id)
+        durable_replace(temporary, root / pack_id)
     finally:
         shutil.rmtree(temporary, ignore_errors=True)
     return pack_id
