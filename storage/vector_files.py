@@ -79,7 +79,8 @@ class VectorFiles:
 
     def load(self, session: Session, revision_id: str, embedder: Embedder) -> RevisionVectors:
         """The revision's vectors, mapped from its packs; written first (sharing the packs of its
-        notebook's last revision) when it names none yet, or when one cannot be read."""
+        notebook's last revision) when it names none yet or one is damaged, and read from rows when
+        the files cannot be read this time or written."""
         folder = self.folder(revision_id, embedder)
         try:
             return self._read(folder)
@@ -107,6 +108,14 @@ class VectorFiles:
         (storage.lexical_index), and the approximate index of each pack big enough (the
         coordinator, once a revision is active: these take ~10 s per 100k chunks, which no search
         should wait for)."""
+        try:
+            self._ensure(session, revision_id, embedder)
+        except Damaged as err:  # once more, with the damaged pack set aside: its rows go in a new one
+            log.warning("writing the damaged vector files of %s again: %s", revision_id, err)
+            self._set_aside(err.pack)
+            self._ensure(session, revision_id, embedder)
+
+    def _ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
         folder = self.folder(revision_id, embedder)
         if not self._names_whole_packs(folder):
             try:
@@ -117,7 +126,10 @@ class VectorFiles:
         for older in [*lexical_index.older_files(folder), *(folder / name for name in _FORMER)]:
             older.unlink(missing_ok=True)
         for pack in self._without_text_index(folder):
-            keys = vector_packs.summary(pack).rows.keys()
+            try:
+                keys = vector_packs.summary(pack).rows.keys()
+            except vector_packs.DAMAGE as err:
+                raise Damaged(pack, f"pack {pack.name}: {err!r}") from err
             self._write_beside(pack / lexical_index.FILE, lambda partial: lexical_index.write(session, keys, partial))
         for pack in self._unindexed(folder):
             vectors = np.load(pack / "vectors.npy", mmap_mode="r", allow_pickle=False)
@@ -152,21 +164,29 @@ class VectorFiles:
             pack = self.packs / entry["id"]
             try:
                 matrix = vector_packs.read(pack)
-            except (ValueError, KeyError) as err:
+            except vector_packs.DAMAGE as err:
                 raise Damaged(pack, f"pack {pack.name}: {err!r}") from err
+            except FileNotFoundError as err:
+                if pack.is_dir():  # the pack is there without one of its files: torn, not gone
+                    raise Damaged(pack, f"pack {pack.name}: {err}") from err
+                raise
             parts.append(Part(matrix, vector_packs.served_rows(matrix.versions, matrix.version_keys, set(entry["unserved"]))))
         return RevisionVectors(tuple(parts))
 
     def _set_aside(self, pack: Path | None) -> None:
         """Take a damaged pack out of every revision's plans and searches at once (a rename, so
         one reader among several does it); the folders naming it now name a missing pack, which
-        writes their manifests again, and the sweeper deletes it as an abandoned partial write."""
+        writes their manifests again. The sweeper deletes it as an abandoned partial write, at its
+        next sweep when the pack was written over an hour ago (a process that maps it keeps its
+        mapping)."""
         if pack is None:
             return
         try:
             pack.rename(pack.with_name(f"{_TEMPORARY}damaged-{pack.name}"))
         except FileNotFoundError:  # another process set it aside first
             pass
+        except OSError as err:  # then the plan keeps it, and the search after is served from rows
+            log.warning("could not set aside the damaged pack %s: %s", pack.name, err)
 
     @staticmethod
     def _manifest(folder: Path) -> list[dict[str, list[str] | str]]:
@@ -212,7 +232,7 @@ class VectorFiles:
         for other in others:
             try:
                 return [vector_packs.summary(pack) for pack in self.pack_folders(other, embedder)]
-            except (OSError, ValueError, KeyError):
+            except (OSError, *vector_packs.DAMAGE):
                 continue
         return []
 

@@ -38,6 +38,9 @@ log = logging.getLogger(__name__)
 FOLDER = "_packs"  # "_" cannot start a revision's folder name (storage.vector_files)
 MAX_PACKS = 8
 TEMPORARY = ".tmp-"
+# What reading a torn pack raises: a truncated array (``ValueError``), an empty one, as a power loss
+# leaves a file whose name was written before its bytes (``EOFError``), a key file cut short.
+DAMAGE = (ValueError, KeyError, EOFError)
 _ARRAYS = ("pks", "codes", "vectors", "versions")
 _KEYS = "keys.json"
 
@@ -99,7 +102,8 @@ def touch(folder: Path) -> None:
 
 
 def read(folder: Path) -> VectorMatrix:
-    """The pack in ``folder``, its arrays mapped (``OSError``/``ValueError`` when it cannot be read)."""
+    """The pack in ``folder``, its arrays mapped (``OSError`` when it cannot be read now, one of
+    ``DAMAGE`` when it is torn)."""
     arrays = {name: np.load(folder / f"{name}.npy", mmap_mode="r", allow_pickle=False) for name in _ARRAYS}
     keys = json.loads((folder / _KEYS).read_text(encoding="utf-8"))
     rows = len(arrays["pks"])
@@ -124,10 +128,10 @@ def served_rows(codes: np.ndarray, keys: Sequence[str], unserved: Collection[str
 
 
 def rows(folder: Path) -> int:
-    """0 for a torn pack: the next search that loads it writes another."""
+    """0 for a torn pack: the next search that loads it sets it aside and writes another."""
     try:
         return len(np.load(folder / "pks.npy", mmap_mode="r", allow_pickle=False))
-    except (OSError, ValueError):
+    except (OSError, *DAMAGE):
         return 0
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from storage import notebooks, vector_packs
+from storage import lexical_index, notebooks, vector_packs
 from storage.db import Database
 from storage.models import Notebook, Revision
 from storage.retrieval import vector_ranking
@@ -238,13 +238,26 @@ def test_a_passing_failure_to_read_a_shared_pack_serves_rows_and_leaves_the_pack
     assert files.lexical_packs(first, EMBEDDER) is not None
 
 
-def test_a_damaged_pack_is_set_aside_and_every_revision_naming_it_names_another(db: Database, tmp_path: Path) -> None:
+# How a pack is torn: cut short by a crash, emptied (a power loss kept the name, not the bytes),
+# or missing one of its files.
+TEARS = {
+    "cut short": lambda pack: (pack / "pks.npy").write_bytes(b"torn"),
+    "emptied": lambda pack: (pack / "pks.npy").write_bytes(b""),
+    "a file missing": lambda pack: (pack / "vectors.npy").unlink(),
+}
+
+
+@pytest.mark.parametrize("tear", TEARS)
+def test_a_damaged_pack_is_set_aside_and_every_revision_naming_it_names_another(
+    db: Database, tmp_path: Path, tear: str
+) -> None:
     notebook_id, first, files = _written(db, tmp_path, "l")
     second = refresh_changing_nothing(db, notebook_id)
     with db.reader() as session:
         files.ensure(session, second, EMBEDDER)
         (torn,) = files.pack_folders(second, EMBEDDER)
-        (torn / "pks.npy").write_bytes(b"torn")
+        TEARS[tear](torn)
+        assert files.wanting(session, EMBEDDER) == []  # nothing tells until a search or a write reads it
         assert np.array_equal(_only(files.load(session, second, EMBEDDER)).pks, load_matrix(session, second, EMBEDDER).pks)
         assert not torn.exists() and files.pack_folders(second, EMBEDDER) != [torn]
         assert files.wanting(session, EMBEDDER) == [second]  # the new pack's full-text index is the coordinator's
@@ -253,6 +266,23 @@ def test_a_damaged_pack_is_set_aside_and_every_revision_naming_it_names_another(
         files.ensure(session, first, EMBEDDER)
         assert files.lexical_packs(first, EMBEDDER) is not None
         assert files.pack_folders(first, EMBEDDER) == files.pack_folders(second, EMBEDDER)
+
+
+def test_the_coordinator_sets_aside_a_damaged_pack_it_was_to_index(db: Database, tmp_path: Path) -> None:
+    """A pack torn before its full-text index was written: the write sets it aside and indexes a
+    new pack of the same rows, instead of failing at every sweep."""
+    _, revision_id, files = _written(db, tmp_path, "o")
+    (pack,) = files.pack_folders(revision_id, EMBEDDER)
+    (pack / lexical_index.FILE).unlink()
+    (pack / "versions.npy").write_bytes(b"")
+    with db.reader() as session:
+        assert files.wanting(session, EMBEDDER) == [revision_id]
+        files.ensure(session, revision_id, EMBEDDER)
+        assert files.wanting(session, EMBEDDER) == []
+        assert files.pack_folders(revision_id, EMBEDDER) != [pack] and not pack.exists()
+        assert np.array_equal(_only(files.load(session, revision_id, EMBEDDER)).pks,
+                              load_matrix(session, revision_id, EMBEDDER).pks)
+    assert files.lexical_packs(revision_id, EMBEDDER) is not None
 
 
 def test_an_active_revision_whose_folder_names_a_missing_pack_is_wanted_and_written_again(
