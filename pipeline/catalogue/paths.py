@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import posixpath
-import stat
 from pathlib import Path, PureWindowsPath
 
 from pipeline.types import PipelineError
@@ -46,17 +45,14 @@ class AttachmentResolver:
     """``resolve_attachment`` for many attachments of one vault: the vault's real location is
     looked up once, and paths are resolved as strings. The change check of an opening resolves
     every member's attachment; through ``pathlib`` each one cost ~130 µs, the vault's own path
-    resolved again each time (bench/change_check.py, 1,000 resources). A folder's real location
-    is also looked up once per resolver, with the identity (device, inode) of the folder found
-    there: an attachment that is not itself a link then costs an ``lstat`` of it and a ``stat`` of
-    its folder, not an ``lstat`` per component of its path (``os.path.realpath``). A folder that
-    no longer leads to the same directory (replaced by a link, say) is looked up again, so the
-    window is the one ``resolve_attachment`` accepts, per attachment, not the resolver's life."""
+    resolved again each time (bench/change_check.py, 1,000 resources). Each attachment is still
+    resolved whole (``os.path.realpath``): remembering a folder's real location saved ~7 µs an
+    attachment, but a folder moved out of the vault with a link left in its place keeps its
+    identity, so no cheaper check tells that its files now lie outside."""
 
     def __init__(self, vault: Path) -> None:
         self._vault_real = os.path.realpath(vault)
         self._inside = os.path.join(self._vault_real, "")
-        self._folders: dict[str, tuple[str, tuple[int, int]]] = {}
 
     def resolve(self, rel_path: str) -> Path:
         if not is_contained_rel_path(rel_path):
@@ -65,7 +61,7 @@ class AttachmentResolver:
             # Not strict: a link out of the vault to a missing file says "outside", as one to an
             # existing file does ("missing" would tell whoever plants links which outside paths
             # exist), and a loop or a missing file fails the file test below.
-            real = self._real(os.path.join(self._vault_real, rel_path))
+            real = os.path.realpath(os.path.join(self._vault_real, rel_path))
         except ValueError as exc:  # a name the file system cannot encode (a lone surrogate)
             raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} cannot be resolved") from exc
         if real != self._vault_real and not real.startswith(self._inside):
@@ -73,20 +69,3 @@ class AttachmentResolver:
         if not os.path.isfile(real):
             raise PipelineError("ATTACHMENT_MISSING", f"attachment {rel_path[:200]!r} is not a file in the vault")
         return Path(real)
-
-    def _real(self, path: str) -> str:
-        """``os.path.realpath(path)``, with the real location of its folder remembered."""
-        folder, name = os.path.split(path)
-        if name in ("", ".", ".."):
-            return os.path.realpath(path)
-        try:
-            if stat.S_ISLNK(os.lstat(path).st_mode):
-                return os.path.realpath(path)
-            found = os.stat(folder)
-        except OSError:  # missing, or a folder on the way is not one: realpath says what it says
-            return os.path.realpath(path)
-        identity = (found.st_dev, found.st_ino)
-        known = self._folders.get(folder)
-        if known is None or known[1] != identity:
-            known = self._folders[folder] = (os.path.realpath(folder), identity)
-        return os.path.join(known[0], name)

@@ -283,10 +283,10 @@ def test_resolve_attachment_refuses_symlinks_leaving_the_vault(tmp_path: Path) -
     assert resolve_attachment(vault, "papers/alias.pdf") == (vault / "papers" / "inside.pdf").resolve()
 
 
-def test_one_resolver_remembers_folders_but_never_a_link_out(tmp_path: Path) -> None:
-    """A resolver looks up each folder's real location once: the files of a folder reached through
-    a link resolve as ``os.path.realpath`` says, and a link among them, or a folder link out of the
-    vault, is refused however many files of the folder came before."""
+def test_one_resolver_follows_links_inside_the_vault_and_refuses_links_out(tmp_path: Path) -> None:
+    """The files of a folder reached through a link resolve as ``os.path.realpath`` says, and a
+    link among them, or a folder link out of the vault, is refused however many files of the
+    folder the resolver resolved before."""
     (tmp_path / "outside").mkdir()
     (tmp_path / "outside" / "secret.pdf").write_bytes(b"secret")
     vault = tmp_path / "vault"
@@ -305,18 +305,24 @@ def test_one_resolver_remembers_folders_but_never_a_link_out(tmp_path: Path) -> 
         assert error.value.code == "PATH_OUTSIDE_VAULT", value
 
 
-def test_a_folder_replaced_by_a_link_out_after_a_resolver_saw_it_is_refused(tmp_path: Path) -> None:
-    """The resolver remembers ``docs``; then ``docs`` becomes a link out of the vault. Its next
-    file must be refused as a fresh resolver refuses it, not read through the link."""
-    (tmp_path / "outside").mkdir()
-    (tmp_path / "outside" / "b.pdf").write_bytes(b"secret")
+@pytest.mark.parametrize("moved", [False, True], ids=["another folder linked", "the folder itself moved out"])
+def test_a_folder_replaced_by_a_link_out_after_a_resolver_saw_it_is_refused(tmp_path: Path, moved: bool) -> None:
+    """The resolver has resolved a file of ``docs``; then ``docs`` becomes a link out of the vault,
+    to another folder or to the same one moved out (same device and inode). Its next file must be
+    refused as a fresh resolver refuses it, not read through the link."""
     vault = tmp_path / "vault"
     (vault / "docs").mkdir(parents=True)
     (vault / "docs" / "a.pdf").write_bytes(b"inside")
     resolver = AttachmentResolver(vault)
     assert resolver.resolve("docs/a.pdf") == (vault / "docs" / "a.pdf").resolve()
-    (vault / "docs").rename(vault / "docs-before")
-    (vault / "docs").symlink_to(tmp_path / "outside", target_is_directory=True)
+    outside = tmp_path / "outside"
+    if moved:
+        (vault / "docs").rename(outside)
+    else:
+        (vault / "docs").rename(vault / "docs-before")
+        outside.mkdir()
+    (outside / "b.pdf").write_bytes(b"secret")
+    (vault / "docs").symlink_to(outside, target_is_directory=True)
     with pytest.raises(PipelineError) as error:
         resolver.resolve("docs/b.pdf")
     assert error.value.code == "PATH_OUTSIDE_VAULT"
