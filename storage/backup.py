@@ -29,7 +29,7 @@ from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 
 from pipeline.fingerprint import file_sha256
-from storage.files import durable_replace, sync_tree
+from storage.files import durable_replace, sync_folder, sync_tree
 from storage.migrate import current_revision, known_revisions
 
 FORMAT = 1
@@ -133,13 +133,23 @@ def restore(source: Path, local_data: Path) -> Manifest:
     if DATABASE not in {entry.path for entry in manifest.files}:
         raise BackupError("BACKUP_CORRUPT", f"The manifest of {source} lists no database.")
     (local_data / "system").mkdir(parents=True, exist_ok=True, mode=0o700)
-    for entry in sorted(manifest.files, key=lambda e: e.path == DATABASE):
-        target = local_data / entry.path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        partial = target.with_name(target.name + ".restoring")
-        shutil.copy2(source / entry.path, partial)
-        durable_replace(partial, target)  # the database comes last, once the files it names are on disk
+    for entry in manifest.files:
+        if entry.path != DATABASE:
+            _restoring(source, local_data, entry.path).rename(local_data / entry.path)
+    # The database comes last, once every file it names is on the disk, and so do their folders.
+    sync_tree(local_data)
+    sync_folder(local_data.parent)
+    durable_replace(_restoring(source, local_data, DATABASE), local_data / DATABASE)
     return manifest
+
+
+def _restoring(source: Path, local_data: Path, path: str) -> Path:
+    """A copy of the backed-up file ``path`` beside its place, to be renamed into it."""
+    target = local_data / path
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(target.name + ".restoring")
+    shutil.copy2(source / path, partial)
+    return partial
 
 
 def _copy_database(database: Path, target: Path) -> None:

@@ -16,7 +16,7 @@ from typing import IO
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from storage.files import durable_replace, remove
+from storage.files import durable_mkdir, durable_replace, remove
 from storage.models import LinkedDocument, Source
 
 
@@ -35,7 +35,7 @@ class BlobStore:
         target = self.path(sha256)
         if target.is_file():
             return True
-        target.parent.mkdir(parents=True, exist_ok=True)
+        durable_mkdir(target.parent)
         digest = hashlib.sha256()
         with source.open("rb") as reader, tempfile.NamedTemporaryFile(dir=target.parent, delete=False) as writer:
             while block := reader.read(1024 * 1024):
@@ -60,7 +60,7 @@ class BlobStore:
                 raise
         sha256 = digest.hexdigest()
         target = self.path(sha256)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        durable_mkdir(target.parent)
         durable_replace(writer.name, target)  # atomic; the same bytes kept twice are one file
         return sha256, size
 

@@ -3,6 +3,7 @@ not at all, putting a finished file in place so that it survives a power loss, a
 that may already be gone."""
 from __future__ import annotations
 
+import errno
 import os
 import tempfile
 from collections.abc import Callable, Iterable
@@ -52,11 +53,26 @@ def durable_replace(partial: Path | str, target: Path) -> None:
     sync_folder(target.parent)
 
 
+def durable_mkdir(folder: Path) -> None:
+    """``folder.mkdir(parents=True, exist_ok=True)``, each folder it creates made durable in its
+    parent (a new blob shard, say, whose file would otherwise be named in a folder the disk lacks)."""
+    missing = []
+    while not folder.is_dir():
+        missing.append(folder)
+        folder = folder.parent
+    for created in reversed(missing):
+        created.mkdir(exist_ok=True)
+        sync_folder(created.parent)
+
+
 def sync_folder(folder: Path) -> None:
     """Make the names in ``folder`` durable (entries created, renamed or deleted in it)."""
     descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(descriptor)
+    except OSError as err:
+        if err.errno not in (errno.EINVAL, errno.ENOTSUP):  # some FUSE and network file systems sync no folders
+            raise
     finally:
         os.close(descriptor)
 

@@ -3,6 +3,7 @@ name is: a rename alone is atomic for other processes, but after a power loss th
 keep the new name and lose the bytes (storage.files.durable_replace). Recorded at ``os.fsync``."""
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 from pathlib import Path
@@ -11,8 +12,9 @@ import numpy as np
 import pytest
 
 from storage import vector_packs
-from storage.backup import DATABASE, MANIFEST, backup
+from storage.backup import DATABASE, MANIFEST, backup, restore
 from storage.blobs import BlobStore
+from storage.files import durable_replace
 from storage.migrate import upgrade
 from storage.vector_cache import VectorMatrix
 
@@ -58,6 +60,7 @@ def test_a_blob_is_on_the_disk_before_its_name(tmp_path: Path, events: list[Even
     written = [path for kind, path in events if kind == "fsync" and path.startswith(str(store.path(sha256).parent))]
     assert written, events
     _synced_before_named(events, store.path(sha256), {written[0]})
+    assert ("fsync", str(store.root)) in events, "the new shard folder is named durably in the store"
     events.clear()
     downloaded, _ = store.put_stream(lambda out: out.write(b"downloaded bytes"))
     partial = next(path for kind, path in events if kind == "fsync")
@@ -75,12 +78,45 @@ def test_every_file_of_a_pack_is_on_the_disk_before_the_pack_is_named(tmp_path: 
     _synced_before_named(events, pack, {str(partial / file.name) for file in pack.iterdir()} | {str(partial)})
 
 
+BLOB = "blobs/ab/ab" + "0" * 62
+
+
 def test_a_backup_is_finished_only_once_its_files_are_on_the_disk(tmp_path: Path, events: list[Event]) -> None:
-    local_data = tmp_path / "local-data"
-    upgrade(local_data / DATABASE)
-    blob = local_data / "blobs" / "ab" / ("ab" + "0" * 62)
-    blob.parent.mkdir(parents=True)
-    blob.write_bytes(b"%PDF-1.7")
     target = tmp_path / "backup"
-    backup(local_data, target)
-    _synced_before_named(events, target / MANIFEST, {str(target / DATABASE), str(target / blob.relative_to(local_data))})
+    backup(_instance(tmp_path / "local-data"), target)
+    _synced_before_named(events, target / MANIFEST, {str(target / DATABASE), str(target / BLOB)})
+
+
+def test_a_restored_database_appears_only_once_the_files_it_names_are_on_the_disk(
+    tmp_path: Path, events: list[Event]
+) -> None:
+    backup(_instance(tmp_path / "local-data"), tmp_path / "backup")
+    events.clear()
+    restored = tmp_path / "restored"
+    restore(tmp_path / "backup", restored)
+    _synced_before_named(events, restored / DATABASE, {str(restored / BLOB), str(restored / "blobs" / "ab")})
+    assert (restored / BLOB).read_bytes() == b"%PDF-1.7"
+
+
+def test_a_file_system_that_cannot_sync_folders_still_takes_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Some FUSE and network file systems answer EINVAL to fsync on a folder: the file is kept."""
+    fsync = os.fsync
+
+    def files_only(descriptor: int) -> None:
+        if os.path.isdir(os.readlink(f"/proc/self/fd/{descriptor}")):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        fsync(descriptor)
+
+    monkeypatch.setattr(os, "fsync", files_only)
+    partial = tmp_path / "partial"
+    partial.write_bytes(b"kept")
+    durable_replace(partial, tmp_path / "kept")
+    assert (tmp_path / "kept").read_bytes() == b"kept"
+
+
+def _instance(local_data: Path) -> Path:
+    """A migrated instance holding one kept attachment copy."""
+    upgrade(local_data / DATABASE)
+    (local_data / BLOB).parent.mkdir(parents=True)
+    (local_data / BLOB).write_bytes(b"%PDF-1.7")
+    return local_data
