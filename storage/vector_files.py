@@ -117,21 +117,23 @@ class VectorFiles:
 
     def _ensure(self, session: Session, revision_id: str, embedder: Embedder) -> None:
         folder = self.folder(revision_id, embedder)
-        if not self._names_whole_packs(folder):
+        packs = self._named(folder)
+        if not _whole(packs):
             try:
                 self._write_manifest(session, revision_id, embedder)
             except OSError as err:
                 log.warning("could not keep the vector files of %s: %s", folder.name, err)
                 return
+            packs = self._named(folder)
         for older in [*lexical_index.older_files(folder), *(folder / name for name in _FORMER)]:
             older.unlink(missing_ok=True)
-        for pack in self._without_text_index(folder):
+        for pack in self._without_text_index(packs):
             try:
                 keys = vector_packs.summary(pack).rows.keys()
             except vector_packs.DAMAGE as err:
                 raise Damaged(pack, f"pack {pack.name}: {err!r}") from err
             self._write_beside(pack / lexical_index.FILE, lambda partial: lexical_index.write(session, keys, partial))
-        for pack in self._unindexed(folder):
+        for pack in self._unindexed(packs):
             vectors = np.load(pack / "vectors.npy", mmap_mode="r", allow_pickle=False)
             self._write_beside(pack / vector_index.FILE, lambda partial: vector_index.build(vectors, partial))
 
@@ -192,13 +194,6 @@ class VectorFiles:
     def _manifest(folder: Path) -> list[dict[str, list[str] | str]]:
         return json.loads((folder / MANIFEST).read_text(encoding="utf-8"))["packs"]
 
-    def _names_whole_packs(self, folder: Path) -> bool:
-        """Whether ``folder`` has a manifest, and every pack it names is there."""
-        try:
-            return all(pack.is_dir() for pack in self._packs_of(folder))
-        except (OSError, ValueError, KeyError):
-            return False
-
     def _write_manifest(self, session: Session, revision_id: str, embedder: Embedder) -> None:
         """Name the revision's packs: those of its notebook's last revision still mostly served
         (vector_packs.plan), and one new pack of the rest, read from rows."""
@@ -236,20 +231,22 @@ class VectorFiles:
                 continue
         return []
 
-    def _named(self, folder: Path) -> list[Path]:
+    def _named(self, folder: Path) -> list[Path] | None:
+        """The packs ``folder`` names; ``None`` when it has no readable manifest."""
         try:
             return self._packs_of(folder)
         except (OSError, ValueError, KeyError):
-            return []
+            return None
 
-    def _unindexed(self, folder: Path) -> list[Path]:
-        """The revision's packs big enough for an approximate index that have none."""
-        return [pack for pack in self._named(folder) if not (pack / vector_index.FILE).is_file()
+    def _unindexed(self, packs: list[Path] | None) -> list[Path]:
+        """Of a revision's ``packs``, those big enough for an approximate index that have none."""
+        return [pack for pack in packs or () if not (pack / vector_index.FILE).is_file()
                 and vector_packs.rows(pack) >= self.index_min_chunks]
 
-    def _without_text_index(self, folder: Path) -> list[Path]:
-        """The revision's packs that have no full-text index (of this format)."""
-        return [pack for pack in self._named(folder) if pack.is_dir() and not (pack / lexical_index.FILE).is_file()]
+    @staticmethod
+    def _without_text_index(packs: list[Path] | None) -> list[Path]:
+        """Of a revision's ``packs``, those that have no full-text index (of this format)."""
+        return [pack for pack in packs or () if pack.is_dir() and not (pack / lexical_index.FILE).is_file()]
 
     @staticmethod
     def _write_beside(path: Path, write: Callable[[Path], object]) -> None:
@@ -272,10 +269,11 @@ class VectorFiles:
         wanting = []
         for revision_id in active:
             folder = self.folder(revision_id, embedder)
+            packs = self._named(folder)  # the manifest read once per revision and sweep
             if any(name.startswith(vector_packs.writing(revision_id)) for name in partial_packs) or self._fresh(
-                    folder) or any(self._fresh(pack) for pack in self._named(folder)):
+                    folder) or any(self._fresh(pack) for pack in packs or ()):
                 continue
-            if not self._names_whole_packs(folder) or self._without_text_index(folder) or self._unindexed(folder):
+            if not _whole(packs) or self._without_text_index(packs) or self._unindexed(packs):
                 wanting.append(revision_id)
         return wanting
 
@@ -298,7 +296,7 @@ class VectorFiles:
         for entry in doomed:
             shutil.rmtree(entry, ignore_errors=True)
         folders = [entry for entry in entries if entry not in doomed]
-        named = {pack for folder in folders for pack in self._named(folder)}
+        named = {pack for folder in folders for pack in self._named(folder) or ()}
         deleted = len(doomed) + self._delete_unnamed_packs(named)
         return deleted + sum(_delete_abandoned(folder) for folder in (self.root, self.packs, *folders, *named))
 
@@ -312,6 +310,11 @@ class VectorFiles:
         for pack in doomed:
             shutil.rmtree(pack, ignore_errors=True)
         return len(doomed)
+
+
+def _whole(packs: list[Path] | None) -> bool:
+    """Whether a manifest was read (``packs``) and every pack it names is there."""
+    return packs is not None and all(pack.is_dir() for pack in packs)
 
 
 def _partials(folder: Path) -> list[Path]:
