@@ -67,14 +67,11 @@ def durable_mkdir(folder: Path) -> None:
 
 def sync_folder(folder: Path) -> None:
     """Make the names in ``folder`` durable (entries created, renamed or deleted in it)."""
-    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        os.fsync(descriptor)
+        _fsync(folder, os.O_DIRECTORY)
     except OSError as err:
         if err.errno not in (errno.EINVAL, errno.ENOTSUP):  # some FUSE and network file systems sync no folders
             raise
-    finally:
-        os.close(descriptor)
 
 
 def sync_tree(path: Path) -> None:
@@ -83,8 +80,12 @@ def sync_tree(path: Path) -> None:
         for child in path.iterdir():
             sync_tree(child)
         sync_folder(path)
-        return
-    descriptor = os.open(path, os.O_RDONLY)
+    else:
+        _fsync(path, 0)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    descriptor = os.open(path, os.O_RDONLY | flags)
     try:
         os.fsync(descriptor)
     finally:

@@ -127,14 +127,10 @@ def write(session: Session, versions: Collection[str], path: Path) -> int:
         connection.close()
 
 
-def unreadable(error: sqlite3.DatabaseError) -> bool:
+def _damaged(error: sqlite3.DatabaseError) -> bool:
     """Whether ``error`` says the file itself is damaged or not an index (so it should be written
     again), rather than that one query failed."""
-    return (
-        isinstance(error, Unreadable)
-        or getattr(error, "sqlite_errorname", None) in _DAMAGED
-        or "no such table" in str(error)
-    )
+    return getattr(error, "sqlite_errorname", None) in _DAMAGED or "no such table" in str(error)
 
 
 @contextmanager
@@ -146,7 +142,7 @@ def _reading(path: Path) -> Iterator[None]:
     except Unreadable:
         raise
     except sqlite3.DatabaseError as err:
-        if unreadable(err):
+        if _damaged(err):
             raise Unreadable(path, f"{path.parent.name}/{path.name}: {err}") from err
         raise
     except (ValueError, TypeError, IndexError, KeyError) as err:
@@ -155,12 +151,14 @@ def _reading(path: Path) -> Iterator[None]:
 
 @dataclass
 class _Open:
-    """A pack's file opened for one search: its rows' lengths, and which of them are served."""
+    """A pack's file opened for one search: its rows' lengths, which of them are served, and the
+    lengths of those."""
 
     pack: Pack
     connection: sqlite3.Connection
     lengths: np.ndarray
     served: np.ndarray | None
+    served_lengths: np.ndarray
 
     @classmethod
     def of(cls, pack: Pack, stack: ExitStack) -> _Open:
@@ -177,11 +175,7 @@ class _Open:
                 served = vector_packs.served_rows(np.frombuffer(codes, dtype=np.int32), json.loads(keys), pack.unserved)
                 if served is not None and len(served) != len(lengths):
                     raise ValueError("the rows' versions and lengths differ in number")
-        return cls(pack, connection, lengths, served)
-
-    @property
-    def served_lengths(self) -> np.ndarray:
-        return self.lengths if self.served is None else self.lengths[self.served]
+        return cls(pack, connection, lengths, served, lengths if served is None else lengths[served])
 
     def term(self, term: str, tokens: list[str]) -> tuple[np.ndarray, np.ndarray]:
         """The served rows holding ``term`` (FTS5's ``tokens`` of it) and their weighted hits."""
